@@ -4,7 +4,9 @@ Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are import
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
@@ -119,12 +121,37 @@ def dense_corpus_graph(index, *, k: int = 16):
     return graph
 
 
-def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: str = 'porter2'):
+@contextlib.contextmanager
+def _quiet_native_output(enabled: bool = True):
+    """Silence what native code (PISA's indexer) prints straight to the process's stdout/stderr."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with open(os.devnull, 'wb') as devnull:
+        os.dup2(devnull.fileno(), 1)
+        os.dup2(devnull.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+
+
+def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: str = 'porter2',
+               verbose: bool = False):
     """A PISA index of a corpus (title + text), built once and reused."""
     import pyterrier_pisa
     index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
     if not index.built():
-        index.index(_with_title(d) for d in dataset.get_corpus_iter(verbose=False))
+        docs = [_with_title(d) for d in dataset.get_corpus_iter(verbose=False)]
+        with _quiet_native_output(not verbose):
+            index.index(docs)
+            index.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
     return index
 
 

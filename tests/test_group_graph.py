@@ -39,7 +39,8 @@ def cran_bm25_groups(cran_bm25_graph, tmp_path_factory):
 def test_bm25_groups_on_cranfield(cran_bm25_groups, cranfield):
     check_partition(cran_bm25_groups, cranfield.docnos())
     stats = cran_bm25_groups.group_stats()
-    assert 50 < stats['groups'] < 400 and stats['max'] <= 20
+    assert 50 < stats['groups'] < 400
+    assert stats['max'] <= 20
 
 
 def test_dense_groups_on_cranfield(cran_groups, cranfield):
@@ -195,7 +196,8 @@ def test_summarize_resumes_without_redoing(cran_bm25_graph, cranfield, tmp_path)
     groups = GroupCorpusGraph(groups.path).summarize(resumed, cranfield, batch_size=10)
     assert sorted(crashing.groups_seen + resumed.groups_seen) == list(range(groups.num_groups))
     assert not set(crashing.groups_seen) & set(resumed.groups_seen)
-    assert groups.has_summaries and not (groups.path / 'summaries.partial.jsonl').exists()
+    assert groups.has_summaries
+    assert not (groups.path / 'summaries.partial.jsonl').exists()
     reference = ExtractiveSummarizer().summarize(
         [{'group': 0, 'docs': [d for d in cranfield.get_corpus_iter(verbose=False)
                                if d['docno'] in set(groups.group_members(0))]}])[0]
@@ -232,7 +234,8 @@ def test_from_arrays_with_given_labels(tmp_path):
     edges = np.array([[1], [0], [3], [2]])
     weights = np.ones((4, 1))
     groups = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights, labels=[0, 0, 1, 1])
-    assert groups.group_members(0) == ['a', 'b'] and groups.group_members(1) == ['c', 'd']
+    assert groups.group_members(0) == ['a', 'b']
+    assert groups.group_members(1) == ['c', 'd']
     assert list(groups.neighbours('c')) == ['d']
     assert groups.summary(0) == ''
 

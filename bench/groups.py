@@ -1,0 +1,61 @@
+"""Benchmark: group construction time and group statistics on the shared collections.
+
+    python bench/groups.py                         # scifact, vaswani, cranfield; BM25 and MiniLM graphs
+    python bench/groups.py --collections cranfield --graphs bm25
+
+Graphs and vectors are built once under $GAREN_CACHE and reused, so the timings below are for the Leiden
+partition (with recursive re-partitioning) and the artifact write, per backend. Prints one row per
+(collection, graph, backend).
+"""
+import argparse
+import os
+import shutil
+import tempfile
+import time
+
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+
+import pandas as pd  # noqa: E402
+
+from pyterrier_garen import GroupCorpusGraph, LocalDataset, data_dir  # noqa: E402
+from pyterrier_garen._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus  # noqa: E402
+from pyterrier_garen._prepare import cache_dir  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--collections', nargs='+', default=['scifact', 'vaswani', 'cranfield'])
+    parser.add_argument('--graphs', nargs='+', default=['bm25', 'dense'], choices=['bm25', 'dense'])
+    parser.add_argument('--backends', nargs='+', default=['igraph', 'leidenalg'], choices=['igraph', 'leidenalg'])
+    parser.add_argument('--max-group-size', type=int, default=20)
+    args = parser.parse_args()
+    rows = []
+    for name in args.collections:
+        dataset = LocalDataset(data_dir(name))
+        work = cache_dir() / name
+        for kind in args.graphs:
+            if kind == 'bm25':
+                index = bm25_index(dataset, work / 'bm25.pisa')
+                graph = bm25_corpus_graph(dataset, work / 'bm25.k16.graph', index=index)
+            else:
+                graph = dense_corpus_graph(encode_corpus(dataset, work / 'minilm.flex', verbose=True))
+            for backend in args.backends:
+                out = tempfile.mkdtemp()
+                start = time.perf_counter()
+                groups = GroupCorpusGraph.from_corpus_graph(graph, f'{out}/groups', backend=backend,
+                                                            max_group_size=args.max_group_size)
+                seconds = time.perf_counter() - start
+                stats = groups.group_stats()
+                rows.append({'collection': name, 'graph': kind, 'backend': backend, 'docs': stats['docs'],
+                             'groups': stats['groups'], 'min': stats['min'], 'max': stats['max'],
+                             'mean': round(stats['mean'], 2), 'singletons': stats['singletons'],
+                             'unsplittable': len(stats['unsplittable']),
+                             'modularity': round(groups.meta['partition']['modularity'], 3),
+                             'leiden_calls': groups.meta['partition']['leiden_calls'], 'seconds': round(seconds, 2)})
+                shutil.rmtree(out)
+                print(rows[-1], flush=True)
+    print(pd.DataFrame(rows).to_string(index=False))
+
+
+if __name__ == '__main__':
+    main()

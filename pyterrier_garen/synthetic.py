@@ -1,0 +1,94 @@
+"""A small deterministic synthetic collection, for running the whole pipeline offline in seconds.
+
+It is NOT a benchmark: numbers measured on it only show that the pipeline runs end to end. Each topic has a
+"query vocabulary" and a "hidden vocabulary" of related words. Relevant documents of a query are written partly
+in the query's words (BM25 finds them) and partly in the hidden words with only one shared anchor term (BM25
+ranks them low; they are reachable through the corpus graph), mixed with distractor documents of other topics.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Union
+
+import numpy as np
+
+from .datasets import LocalDataset
+
+__all__ = ['make_synthetic']
+
+# (query words, hidden related words) per topic; plain English so that a sentence encoder can relate them
+_TOPICS = [
+    ('ocean tide coast wave beach', 'sea shore surf harbour marine'),
+    ('volcano lava eruption magma crater', 'ash basalt pyroclastic vent tephra'),
+    ('heart artery blood pressure cardiac', 'vein pulse circulation cholesterol stroke'),
+    ('neuron brain synapse memory cortex', 'neural cognition dendrite learning hippocampus'),
+    ('bacteria infection antibiotic resistance pathogen', 'microbe germ penicillin virulence sepsis'),
+    ('planet orbit star telescope galaxy', 'astronomy comet nebula cosmos asteroid'),
+    ('wing lift airfoil flight aircraft', 'aerodynamic drag plane propeller glider'),
+    ('battery lithium charge electrode voltage', 'cell anode cathode energy storage'),
+    ('forest tree timber logging canopy', 'woodland oak pine deforestation lumber'),
+    ('river flood dam rainfall basin', 'stream water levee runoff watershed'),
+    ('protein enzyme amino folding molecule', 'peptide catalyst substrate structure biochemistry'),
+    ('soil crop harvest farmer irrigation', 'agriculture wheat fertiliser yield tillage'),
+    ('compiler code program software language', 'syntax parser bytecode debugging runtime'),
+    ('market price inflation demand economy', 'trade currency recession supply finance'),
+    ('vaccine immune antibody virus dose', 'immunity antigen booster pandemic inoculation'),
+    ('glacier ice snow melt climate', 'frozen arctic permafrost warming iceberg'),
+]
+_FILLER = ('study report analysis new results effect data method observed measured model case review '
+           'evidence approach large small high low early recent common').split()
+
+
+def make_synthetic(path: Union[str, Path], *, docs_per_topic: int = 40, queries_per_topic: int = 3,
+                   seed: int = 0) -> LocalDataset:
+    """Write the synthetic collection into ``path`` (``docs.jsonl``, ``queries.tsv``, ``qrels.txt``).
+
+    Deterministic for a given seed; rewriting an existing folder with the same arguments gives the same files.
+
+    Args:
+        path: output folder.
+        docs_per_topic: documents per topic (16 topics).
+        queries_per_topic: queries per topic.
+        seed: random seed.
+
+    Returns:
+        A :class:`LocalDataset` over the folder.
+    """
+    rng = np.random.default_rng(seed)
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    docs, queries, qrels = [], [], []
+    for t, (qwords, hwords) in enumerate(_TOPICS):
+        qwords, hwords = qwords.split(), hwords.split()
+        topic_docs = []
+        for i in range(docs_per_topic):
+            docno = f't{t:02d}d{i:03d}'
+            hidden = i % 2 == 1  # every second document speaks the hidden vocabulary
+            vocab = hwords if hidden else qwords
+            words = list(rng.choice(vocab, size=4)) + list(rng.choice(_FILLER, size=6))
+            if hidden and i % 4 == 1:
+                words.append(qwords[i % len(qwords)])  # some hidden documents share one anchor term with queries
+            # words of two other topics' query vocabularies make the lexical signal noisy
+            for _ in range(2):
+                other = _TOPICS[int(rng.integers(len(_TOPICS)))][0].split()
+                words += list(rng.choice(other, size=2))
+            rng.shuffle(words)
+            docs.append({'docno': docno, 'text': ' '.join(words) + '.'})
+            topic_docs.append((docno, hidden))
+        for j in range(queries_per_topic):
+            qid = f'{t * queries_per_topic + j + 1}'
+            words = list(rng.choice(qwords, size=3, replace=False))
+            queries.append((qid, ' '.join(words)))
+            # relevant: every document of the topic, in either vocabulary
+            qrels.extend((qid, docno, 1) for docno, _ in topic_docs)
+    with (path / 'docs.jsonl').open('wt') as fout:
+        for doc in docs:
+            fout.write(json.dumps(doc) + '\n')
+    with (path / 'queries.tsv').open('wt') as fout:
+        fout.writelines(f'{qid}\t{query}\n' for qid, query in queries)
+    with (path / 'qrels.txt').open('wt') as fout:
+        fout.writelines(f'{qid} 0 {docno} {rel}\n' for qid, docno, rel in qrels)
+    (path / 'README.md').write_text('SYNTHETIC collection generated by pyterrier_garen.synthetic.make_synthetic; '
+                                    'it only shows that the pipeline runs, it is not a benchmark.\n')
+    return LocalDataset(path)

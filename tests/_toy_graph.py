@@ -1,0 +1,61 @@
+"""A tiny in-memory group graph and counting toy models for the online-algorithm tests."""
+from typing import Dict, List, Sequence
+
+import pandas as pd
+import pyterrier as pt
+
+
+class ToyGroupGraph:
+    """The group-graph interface GAREN uses, built from explicit adjacency lists and group labels.
+
+    Args:
+        adjacency: ``{docno: [neighbour docnos, most similar first]}``.
+        groups: ``{docno: group id}``; members of a group keep the order of ``groups``.
+        summaries: ``{group id: summary}``.
+    """
+
+    def __init__(self, adjacency: Dict[str, Sequence[str]], groups: Dict[str, int],
+                 summaries: Dict[int, str] = None):
+        self.adjacency = {d: list(n) for d, n in adjacency.items()}
+        self.groups = dict(groups)
+        self.summaries = summaries or {}
+        self.members: Dict[int, List[str]] = {}
+        for docno, gid in groups.items():
+            self.members.setdefault(gid, []).append(docno)
+        self.num_groups = len(self.members)
+
+    def neighbours(self, docno: str) -> List[str]:
+        return list(self.adjacency.get(docno, []))
+
+    def group_of(self, docno: str) -> int:
+        return self.groups.get(docno, -1)
+
+    def group_members(self, gid: int) -> List[str]:
+        return list(self.members[gid])
+
+    def summary(self, gid: int) -> str:
+        return self.summaries.get(gid, f'summary of group {gid}')
+
+
+class DictScorer(pt.Transformer):
+    """Scores rows by a fixed ``{docno: score}`` dict (default 0) and records every call's input frame."""
+
+    def __init__(self, scores: Dict[str, float], default: float = 0.):
+        self.scores = scores
+        self.default = default
+        self.calls: List[pd.DataFrame] = []
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        self.calls.append(inp.copy())
+        return inp.assign(score=[float(self.scores.get(d, self.default)) for d in inp['docno']])
+
+    @property
+    def num_calls(self) -> int:
+        return len(self.calls)
+
+
+def first_stage(docnos: Sequence[str], qid: str = 'q1', query: str = 'query one') -> pd.DataFrame:
+    """A first-stage result frame ranking ``docnos`` in the given order."""
+    n = len(docnos)
+    return pd.DataFrame({'qid': qid, 'query': query, 'docno': list(docnos),
+                         'score': [float(n - i) for i in range(n)], 'rank': list(range(n))})

@@ -1,0 +1,172 @@
+"""Sliding-window re-ranking, SlideGAR, RGS and the document-level GAREN variant on hand-built graphs."""
+import inspect
+
+import numpy as np
+import pandas as pd
+import pytest
+from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+
+from pyterrier_garen._baselines import RGS, DocGAREN, SlideGAR, SlidingWindowReranker
+
+
+def windows(reranker, qid='q1'):
+    return [call[call.qid == qid].docno.tolist() for call in reranker.calls if (call.qid == qid).any()]
+
+
+def docnos(frame, qid='q1'):
+    return frame[frame.qid == qid].docno.tolist()
+
+
+class RaisingGraph:
+    """Like a pyterrier-adaptive graph: unknown docnos raise."""
+
+    def __init__(self, adjacency):
+        self.adjacency = adjacency
+
+    def neighbours(self, docno):
+        return np.array(self.adjacency[docno])  # KeyError for unknown docnos
+
+
+R10 = [f'r{i}' for i in range(10)]
+
+
+def test_sliding_window_bottom_up():
+    reranker = DictScorer({d: i for i, d in enumerate(R10)})  # reverses the first stage
+    model = SlidingWindowReranker(reranker, window=4, stride=2, budget=10)
+    out = model(pd.concat([first_stage(R10 + ['r10', 'r11']), first_stage(R10, qid='q2')]))
+    assert reranker.num_calls == 4  # windows [6:10], [4:8], [2:6], [0:4], both queries in each call
+    assert windows(reranker) == [['r6', 'r7', 'r8', 'r9'], ['r4', 'r5', 'r9', 'r8'], ['r2', 'r3', 'r9', 'r8'],
+                                 ['r0', 'r1', 'r9', 'r8']]
+    assert docnos(out) == docnos(out, 'q2') == ['r9', 'r8', 'r1', 'r0', 'r3', 'r2', 'r5', 'r4', 'r7', 'r6']
+    assert list(out.columns) == ['qid', 'query', 'docno', 'score', 'rank']
+    assert (out.groupby('qid').size() == 10).all()
+    assert (out.groupby('qid').score.diff().dropna() < 0).all()
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_sliding_window_with_pointwise_scorer_is_sorting(seed):
+    rng = np.random.default_rng(seed)
+    scores = dict(zip(R10, rng.random(10)))
+    by_score = sorted(R10, key=scores.get, reverse=True)
+    out = SlidingWindowReranker(DictScorer(scores), window=4, stride=2, budget=10)(first_stage(R10))
+    assert docnos(out)[:2] == by_score[:2]  # the top `stride` of one bottom-up pass is exactly sorted
+    out = SlidingWindowReranker(DictScorer(scores), window=10, stride=5, budget=10)(first_stage(R10))
+    assert docnos(out) == by_score  # fits in one window: a full sort
+
+
+SLIDE_GRAPH = {'r1': ['n1', 'r2', 'n2'], 'r2': ['n3'], 'n1': ['n4']}
+SLIDE_SCORES = {'r1': 5, 'r2': 1, 'r3': 4, 'r4': 0, 'n1': 6, 'n2': 2, 'n3': 3, 'n4': 7, 'r5': .5, 'r6': 8}
+R6 = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']
+
+
+def test_slidegar_worked_example():
+    reranker = DictScorer(SLIDE_SCORES)
+    out = SlideGAR(reranker, ToyGroupGraph(SLIDE_GRAPH, {}), window=4, step=2, budget=8)(first_stage(R6))
+    # 1: R_0 top 4 -> [r1, r3, r2, r4]; frontier of kept [r1, r3]: n1, n2 (r2 seen)
+    # 2: [r1, r3] + frontier [n1, n2] -> [n1, r1, r3, n2]; frontier of [n1, r1]: n4 only; turn of R_0: r5, r6
+    # 3: [n1, r1, r5, r6] -> [r6, n1, r1, r5]; budget 8 reached
+    assert windows(reranker) == [['r1', 'r2', 'r3', 'r4'], ['r1', 'r3', 'n1', 'n2'], ['n1', 'r1', 'r5', 'r6']]
+    assert docnos(out) == ['r6', 'n1', 'r1', 'r5', 'r3', 'n2', 'r2', 'r4']
+    assert out.iteration.tolist() == [3, 2, 1, 3, 1, 2, 1, 1]
+    assert (np.diff(out.score) < 0).all()
+
+
+def test_slidegar_skips_empty_frontier_and_guards_unknown_docnos():
+    reranker = DictScorer(SLIDE_SCORES)
+    out = SlideGAR(reranker, RaisingGraph({}), window=4, step=2, budget=8)(first_stage(R6))
+    assert windows(reranker)[1] == ['r1', 'r3', 'r5', 'r6']  # empty frontier -> R_0
+    assert len(out) == 6
+    assert set(out.docno) == set(R6)
+
+
+SEARCH_GRAPH = {'r1': ['n1', 'n2'], 'r2': ['n3'], 'n1': ['n4', 'n5']}
+SEARCH_SCORES = {'r1': 1, 'r2': 2, 'n1': 5, 'n2': 0, 'n3': 3, 'n4': 4, 'n5': 6}
+
+
+def test_rgs_worked_example():
+    reranker = DictScorer(SEARCH_SCORES)
+    model = RGS(reranker, ToyGroupGraph(SEARCH_GRAPH, {}), budget=6, queue_size=3, window=2, step=1, seed_size=2)
+    out = model(first_stage(['r1', 'r2', 'r3']))
+    # seeds [r1, r2] -> [r2, r1]; expand r2: n3 -> Q [n3, r2, r1]; expand n3: nothing; expand r1: n1, n2 ->
+    # Q [n1, n3, r2 | r1, n2]; expand n1: n4 (cut to the budget) -> Q [n1, n4, n3 | r2]; budget 6 reached
+    assert windows(reranker) == [['r1', 'r2'], ['r1', 'n3'], ['r2', 'n3'],
+                                 ['n1', 'n2'], ['r1', 'n1'], ['r2', 'n1'], ['n3', 'n1'],
+                                 ['r2', 'n4'], ['n3', 'n4'], ['n1', 'n4']]
+    assert docnos(out) == ['n1', 'n4', 'n3', 'r2', 'r1', 'n2']
+    assert dict(zip(out.docno, out.iteration)) == {'r1': 1, 'r2': 1, 'n3': 2, 'n1': 3, 'n2': 3, 'n4': 4}
+    assert len({d for call in reranker.calls for d in call.docno}) == 6
+
+
+def test_rgs_stops_at_window_without_new_docs():
+    reranker = DictScorer({'r1': 9, 'r2': 8, 'r3': 7, 'r4': 6, 'n1': 0})
+    model = RGS(reranker, ToyGroupGraph({'r1': ['n1']}, {}), budget=5, queue_size=5, window=2, step=1, seed_size=4)
+    model(first_stage(['r1', 'r2', 'r3', 'r4']))
+    # after seeding, n1 scores lowest: window [r4, n1] keeps it last and [r3, r4] holds nothing new -> stop
+    assert windows(reranker)[-1] == ['r4', 'n1']
+    assert model.L == 5
+    assert RGS(reranker, None).L == 20
+    assert RGS(reranker, None, budget=300).L == 30
+    assert RGS(reranker, None, budget=500).L == 50
+    assert RGS(reranker, None).seeds == 20
+
+
+def test_docgaren_worked_example():
+    reranker, navigator = DictScorer({'r1': 10}), DictScorer({'n1': .1, 'n2': .5, 'n3': .9})
+    graph = ToyGroupGraph({'r1': ['n1', 'n2'], 'r2': ['n2', 'n3']}, {})
+    model = DocGAREN(reranker, graph, navigator, window=2, keep=1, budget=4, trace=True)
+    out = model(first_stage(['r1', 'r2', 'r3', 'r4']))
+    # t=1 scores n1, n2, n3 (votes 1, 2, 1) -> n3; t=2: cached, no navigator call -> n2; t=3 = T
+    assert windows(reranker) == [['r1', 'r2'], ['r1', 'n3'], ['r1', 'n2']]
+    assert [(c.docno.tolist(), c.vote.tolist()) for c in navigator.calls] == [(['n1', 'n2', 'n3'], [1, 2, 1])]
+    assert list(navigator.calls[0].columns) == ['qid', 'query', 'docno', 'vote']
+    assert docnos(out) == ['r1', 'n2', 'n3', 'r2']
+    assert list(out.columns) == ['qid', 'query', 'docno', 'score', 'rank', 'iteration']
+    assert model.last_stats.navigator_calls.tolist() == [1]
+
+
+@pytest.mark.parametrize('make', [
+    lambda r, g: SlidingWindowReranker(r, window=5, stride=2, budget=12),
+    lambda r, g: SlideGAR(r, g, window=5, step=2, budget=12),
+    lambda r, g: RGS(r, g, budget=12, window=5, step=2),
+    lambda r, g: DocGAREN(r, g, DictScorer({}), window=5, keep=2, budget=12),
+])
+def test_batched_budget_empty_and_repr(make):
+    rng = np.random.default_rng(0)
+    docs = [f'd{i}' for i in range(50)]
+    graph = RaisingGraph({d: list(rng.choice(docs, 4, replace=False)) for d in docs[:-5]})
+    reranker = DictScorer(dict(zip(docs, rng.random(50))))
+    model = make(reranker, graph)
+    inp = pd.concat([first_stage(list(rng.choice(docs, 15, replace=False)), qid=f'q{i}') for i in range(3)])
+    batched = model(inp)
+    calls = reranker.num_calls
+    assert all(call.qid.nunique() >= 1 for call in reranker.calls)
+    for qid in inp.qid.unique():
+        sent = {d for call in reranker.calls for d in call[call.qid == qid].docno}
+        assert len(sent) <= 12
+        assert set(docnos(batched, qid)) <= sent
+    assert (batched.groupby('qid').score.diff().dropna() < 0).all()
+    reranker.calls.clear()
+    alone = pd.concat([model(inp[inp.qid == qid]) for qid in inp.qid.unique()], ignore_index=True)
+    pd.testing.assert_frame_equal(batched.reset_index(drop=True), alone)
+    assert calls < reranker.num_calls  # batching merged the per-query calls
+    reranker.calls.clear()
+    empty = model(inp.iloc[:0])
+    assert len(empty) == 0
+    assert reranker.num_calls == 0
+    assert list(empty.columns) == list(batched.columns)
+    assert repr(model).startswith(type(model).__name__ + '(')
+    assert 'budget=12' in repr(model)
+    for name in inspect.signature(type(model).__init__).parameters:
+        assert name == 'self' or hasattr(model, name)
+
+
+def test_invalid_parameters():
+    reranker = DictScorer({})
+    with pytest.raises(ValueError, match='stride'):
+        SlidingWindowReranker(reranker, window=4, stride=5)
+    with pytest.raises(ValueError, match='step'):
+        SlideGAR(reranker, None, window=4, step=4)
+    with pytest.raises(ValueError, match='keep'):
+        DocGAREN(reranker, None, reranker, window=4, keep=4)
+    with pytest.raises(ValueError, match='budget'):
+        RGS(reranker, None, budget=0)
