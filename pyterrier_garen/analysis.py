@@ -99,7 +99,7 @@ def gold_group_diagnostics(trace: Sequence[dict], groups, qrels: pd.DataFrame) -
     """How often GAREN's navigator scored and expanded the groups holding relevant documents (App. C.3).
 
     Args:
-        trace: ``GAREN(..., trace=True).last_trace`` (per query and iteration: ``qid``, ``scored_groups``,
+        trace: ``GAREN(..., trace=True).last_trace`` (per query and iteration: ``qid``, ``scored``,
             ``chosen_groups``).
         groups: the GroupCorpusGraph.
         qrels: ``qid, docno, label``.
@@ -115,7 +115,7 @@ def gold_group_diagnostics(trace: Sequence[dict], groups, qrels: pd.DataFrame) -
     chosen: Dict[str, set] = {}
     for step in trace:
         qid = str(step['qid'])
-        scored.setdefault(qid, set()).update(int(g) for g in step.get('scored_groups', []))
+        scored.setdefault(qid, set()).update(int(g) for g in step.get('scored', {}))
         chosen.setdefault(qid, set()).update(int(g) for g in step.get('chosen_groups', []))
     rows = []
     for qid in sorted(set(scored) | set(chosen)):

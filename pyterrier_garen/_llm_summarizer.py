@@ -1,0 +1,214 @@
+"""Group summaries written by an LLM (JSON answers), with a repair round and an extractive fallback."""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from ._llm import Conversation, Engine, UsageStats
+from ._rerankers import PromptTemplate, _clean
+from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
+
+__all__ = ['LLMSummarizer', 'extract_json', 'parse_summary']
+
+_THINK_BLOCK = re.compile(r'<think>.*?</think>', re.S | re.I)
+_FENCE = re.compile(r'```(?:json|JSON)?\s*(.*?)```', re.S)
+_MAX_STARTS = 64  # candidate '{' positions tried before giving up
+
+
+def extract_json(text: Any) -> Dict[str, Any]:
+    """The first JSON object in an LLM reply.
+
+    Tries, in order: the whole reply; the content of each code fence; the first ``{`` from which a complete JSON
+    object can be decoded (so leading and trailing prose are ignored). ``<think>...</think>`` blocks are dropped
+    first. Only ``ValueError`` is raised, for any input.
+
+    Args:
+        text: the reply.
+
+    Returns:
+        The decoded object (a dict).
+
+    Raises:
+        ValueError: no JSON object could be decoded.
+    """
+    try:
+        text = text if isinstance(text, str) else str(text)
+        text = _THINK_BLOCK.sub(' ', text)
+        lower = text.lower()
+        if '</think>' in lower:
+            text = text[lower.rfind('</think>') + len('</think>'):]
+        decoder = json.JSONDecoder()
+        candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
+        for candidate in candidates:
+            try:
+                value = json.loads(candidate)
+            except Exception:  # noqa: BLE001 - JSON errors, recursion limits, huge numbers: all "not JSON"
+                continue
+            if isinstance(value, dict):
+                return value
+        start = text.find('{')
+        tries = 0
+        while start != -1 and tries < _MAX_STARTS:
+            tries += 1
+            try:
+                value, _ = decoder.raw_decode(text, start)
+            except Exception:  # noqa: BLE001
+                value = None
+            if isinstance(value, dict):
+                return value
+            start = text.find('{', start + 1)
+    except Exception as ex:  # noqa: BLE001 - anything unexpected is reported as "no JSON"
+        raise ValueError(f'could not read the reply ({type(ex).__name__})') from None
+    raise ValueError('no JSON object found in the reply')
+
+
+def parse_summary(text: Any) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
+    """A summary record from a reply: ``(record, None)``, or ``(None, error)`` when it cannot be used.
+
+    A usable reply is a JSON object whose ``concept`` and ``summary`` are non-empty strings; ``common_theme`` (a
+    string) and ``fingerprints`` (a list) are kept when present. Never raises.
+    """
+    try:
+        value = extract_json(text)
+    except ValueError as ex:
+        return None, str(ex)
+    concept, summary = value.get('concept'), value.get('summary')
+    problems = [f'"{key}" must be a non-empty string' for key, v in (('concept', concept), ('summary', summary))
+                if not isinstance(v, str) or not v.strip()]
+    if problems:
+        return None, '; '.join(problems)
+    theme = value.get('common_theme')
+    fingerprints = value.get('fingerprints')
+    return {'concept': ' '.join(concept.split()), 'summary': ' '.join(summary.split()),
+            'common_theme': theme.strip() if isinstance(theme, str) else '',
+            'fingerprints': fingerprints if isinstance(fingerprints, list) else []}, None
+
+
+class LLMSummarizer(Summarizer, UsageStats):
+    """Group summaries written by an LLM, for :meth:`GroupCorpusGraph.summarize`.
+
+    The prompt (``prompts/summary.txt``) shows the group's documents and asks for one JSON object with a fingerprint
+    per document, the common theme, a 1-5 word ``concept`` and a 4-8 sentence ``summary``; only ``concept`` and
+    ``summary`` are used for navigation, the other fields are stored for analysis.
+
+    All groups of a :meth:`summarize` call go to the engine in one call (or calls of ``batch_size`` groups). A reply
+    that is not usable JSON gets ``retries`` repair rounds (batched: the failed conversations continue with a
+    message naming the problem); if it is still unusable, the record comes from :class:`ExtractiveSummarizer` with
+    ``fallback: True`` and the ``error``, and :attr:`fallbacks` is incremented. Greedy decoding makes the result a
+    function of the engine and the groups.
+
+    Attributes:
+        fallbacks: number of groups summarised by the extractive fallback so far (reset by :meth:`reset_stats`).
+        repaired: number of groups whose repair round succeeded.
+    """
+
+    def __init__(self, engine: Engine, *, max_doc_tokens: int = 512, max_tokens: int = 2048,
+                 batch_size: Optional[int] = 32, retries: int = 1):
+        """
+        Args:
+            engine: the LLM engine (shared with the reranker and navigator).
+            max_doc_tokens: most tokens per document in the prompt (less when a large group would not fit the
+                context; groups too large even at 32 tokens per document show their first documents only).
+            max_tokens: most tokens generated per summary.
+            batch_size: groups per engine call; None: all groups of a :meth:`summarize` call in one engine call.
+            retries: repair rounds for unusable replies before the extractive fallback.
+        """
+        if retries < 0:
+            raise ValueError(f'retries must be >= 0; got {retries}')
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        self.engine = engine
+        self.max_doc_tokens = max_doc_tokens
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.retries = retries
+        self.template = PromptTemplate('summary')
+        self.repair_template = PromptTemplate('summary_repair')
+        self.fallback = ExtractiveSummarizer()
+        self.reset_stats()
+
+    def __repr__(self):
+        return (f'LLMSummarizer({self.engine!r}, max_doc_tokens={self.max_doc_tokens}, max_tokens={self.max_tokens}, '
+                f'batch_size={self.batch_size}, retries={self.retries})')
+
+    @property
+    def prompt_hash(self) -> str:
+        """SHA-256 prefix over the summary prompt and the repair prompt."""
+        text = self.template.text + '\0' + self.repair_template.text
+        return hashlib.sha256(text.encode('utf8')).hexdigest()[:12]
+
+    def config(self) -> Dict[str, Any]:
+        return {'name': 'llm', 'model': self.engine.model, 'prompt_hash': self.prompt_hash,
+                'max_doc_tokens': self.max_doc_tokens, 'max_tokens': self.max_tokens}
+
+    def reset_stats(self) -> None:
+        UsageStats.reset_stats(self)
+        self.fallbacks = 0
+        self.repaired = 0
+
+    def stats(self) -> Dict[str, int]:
+        return {**UsageStats.stats(self), 'fallbacks': self.fallbacks, 'repaired': self.repaired}
+
+    def conversation(self, docs: Sequence[Dict[str, Any]]) -> Conversation:
+        """The prompt for one group's documents (truncated to fit the context)."""
+        overhead = self.engine.count_conversation_tokens(self.template.messages(n=len(docs), docs=''))
+        room = self.engine.context_length - overhead - self.max_tokens
+        shown = list(docs)
+        fit = room // max(1, len(shown)) - 8
+        if fit < 32:
+            shown = shown[:max(1, room // 40)]
+            fit = room // len(shown) - 8
+        per_doc = min(self.max_doc_tokens, max(16, fit))
+        lines = []
+        for k, doc in enumerate(shown, start=1):
+            title = _clean(doc.get('title'))
+            body = self.engine.truncate(_clean(doc.get('text')), per_doc)
+            lines.append(f'[{k}] ({_clean(doc.get("docno"))}) ' + (f'{title}: ' if title else '') + body)
+        return self.template.messages(n=len(shown), docs='\n\n'.join(lines))
+
+    def _generate(self, conversations: List[Conversation]) -> List[str]:
+        size = self.batch_size or max(1, len(conversations))
+        texts = []
+        for start in range(0, len(conversations), size):
+            batch = conversations[start:start + size]
+            generations = self.engine.generate(batch, max_tokens=self.max_tokens)
+            self._record(generations, len(batch))
+            texts.extend(g.text for g in generations)
+        return texts
+
+    def summarize(self, groups: Sequence[GroupDocs]) -> List[Dict[str, Any]]:
+        """One record per group (same order): ``concept``, ``summary``, ``common_theme``, ``fingerprints``,
+        and ``fallback``/``error`` when the extractive fallback was used."""
+        if not groups:
+            return []
+        conversations = [self.conversation(group['docs']) for group in groups]
+        replies = self._generate(conversations)
+        records: List[Optional[Dict[str, Any]]] = [None] * len(groups)
+        errors: List[Optional[str]] = [None] * len(groups)
+        for i, reply in enumerate(replies):
+            records[i], errors[i] = parse_summary(reply)
+        for _ in range(self.retries):
+            todo = [i for i, r in enumerate(records) if r is None]
+            if not todo:
+                break
+            repairs = []
+            for i in todo:
+                repairs.append(conversations[i] + [{'role': 'assistant', 'content': replies[i]}]
+                               + self.repair_template.messages(error=errors[i]))
+            for j, (i, reply) in enumerate(zip(todo, self._generate(repairs), strict=True)):
+                record, error = parse_summary(reply)
+                conversations[i], replies[i] = repairs[j], reply
+                if record is not None:
+                    records[i], errors[i] = record, None
+                    self.repaired += 1
+                else:
+                    errors[i] = error
+        result = []
+        for group, record, error in zip(groups, records, errors, strict=True):
+            if record is None:
+                self.fallbacks += 1
+                record = {**self.fallback.summarize_one(group['docs']), 'fallback': True, 'error': error}
+            result.append(record)
+        return result

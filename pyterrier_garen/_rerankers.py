@@ -1,0 +1,446 @@
+"""LLM rerankers on a shared :class:`~pyterrier_garen._llm.Engine`: a listwise sliding-window reranker and a pointwise
+yes/no scorer (the navigator), plus the parsing of listwise answers and the package prompts."""
+from __future__ import annotations
+
+import hashlib
+import re
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._llm import Conversation, Engine, UsageStats
+
+__all__ = ['ListwiseReranker', 'YesNoScorer', 'parse_ranking', 'check_ranking', 'window_starts', 'PromptTemplate']
+
+PROMPT_DIR = Path(__file__).parent / 'prompts'
+_SECTION = re.compile(r'^=== (system|user|assistant) ===[ \t]*$', re.M)
+_FIELD = re.compile(r'\{(\w+)\}')
+
+
+class PromptTemplate:
+    """A chat prompt stored as package data (``pyterrier_garen/prompts/<name>.txt``).
+
+    The file holds sections introduced by ``=== system ===``, ``=== user ===`` or ``=== assistant ===`` lines; fields
+    are written ``{name}`` and filled in one pass (text inserted into a field is never re-scanned, and braces that are
+    not a known field, e.g. in a JSON example, stay as they are).
+
+    Attributes:
+        name: the prompt's name (file stem).
+        text: the file's content.
+        hash: the first 12 hex digits of the SHA-256 of the file (record it wherever the prompt's output is stored).
+    """
+
+    def __init__(self, name: str):
+        path = PROMPT_DIR / f'{name}.txt'
+        if not path.is_file():
+            known = sorted(p.stem for p in PROMPT_DIR.glob('*.txt'))
+            raise ValueError(f'unknown prompt {name!r}; the package ships {known}')
+        self.name = name
+        self.text = path.read_text(encoding='utf8')
+        self.hash = hashlib.sha256(self.text.encode('utf8')).hexdigest()[:12]
+        parts = _SECTION.split(self.text)
+        self.sections = [(role, content.strip('\n')) for role, content in zip(parts[1::2], parts[2::2], strict=True)]
+        if not self.sections:
+            raise ValueError(f'prompt file {path} has no "=== system ===" / "=== user ===" sections')
+
+    def __repr__(self):
+        return f'PromptTemplate({self.name!r})'
+
+    def messages(self, **values: Any) -> Conversation:
+        """The conversation with the fields filled from ``values``."""
+        def fill(match):
+            key = match.group(1)
+            return str(values[key]) if key in values else match.group(0)
+        return [{'role': role, 'content': _FIELD.sub(fill, content)} for role, content in self.sections]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# parsing listwise answers
+
+_THINK_BLOCK = re.compile(r'<think>.*?</think>', re.S | re.I)
+_ID = re.compile(r'\[\s*(\d{1,9})\s*\]')
+_CHAIN = re.compile(r'\[\s*\d{1,9}\s*\](?:\s*(?:>|&gt;)\s*\[\s*\d{1,9}\s*\])+')
+_RANKING_MARK = re.compile(r'\[?\s*document\s+ranking\s*\]?\s*:?', re.I)
+_ANSWER_OPEN = re.compile(r'<answer>', re.I)
+_ANSWER_CLOSE = re.compile(r'</answer>', re.I)
+
+
+def _answer_text(text: str) -> str:
+    """The part of a reply that holds the ranking: reasoning blocks, traces and tags removed."""
+    text = _THINK_BLOCK.sub(' ', text)
+    lower = text.lower()
+    if '</think>' in lower:  # the opening tag was part of the prompt
+        text = text[lower.rfind('</think>') + len('</think>'):]
+    elif '<think>' in lower:  # reasoning that never finished: nothing after it is an answer
+        text = text[:lower.find('<think>')]
+    marks = list(_RANKING_MARK.finditer(text))
+    if marks:
+        text = text[marks[-1].end():]
+    opens = list(_ANSWER_OPEN.finditer(text))
+    if opens:
+        text = text[opens[-1].end():]
+        close = _ANSWER_CLOSE.search(text)
+        if close:
+            text = text[:close.start()]
+    return text
+
+
+def check_ranking(text: Any, num_docs: int) -> Tuple[List[int], Optional[str]]:
+    """Parse a listwise answer and say whether it was well-formed.
+
+    The reply's ranking part is found by dropping ``<think>...</think>`` blocks, everything before the last
+    ``[Document Ranking]`` mark and outside ``<answer>`` tags; in it, the longest ``[i] > [j] > ...`` chain (the last
+    of equally long ones) is read, or every ``[i]`` when there is no chain. Identifiers are 1-based; repeated and
+    out-of-range ones are dropped and missing ones appended in input order. Never raises.
+
+    Args:
+        text: the model's reply (anything; non-strings are converted with ``str``).
+        num_docs: number of documents in the window, ``n``.
+
+    Returns:
+        ``(permutation, problem)``: a 0-based permutation of ``range(n)`` (best first), and None when the answer
+        named every document exactly once, else a short description of what was wrong.
+    """
+    num_docs = max(0, int(num_docs))
+    try:
+        answer = _answer_text(text if isinstance(text, str) else str(text))
+    except Exception:  # noqa: BLE001 - a reply must never crash a run
+        answer = ''
+    chains = [m.group(0) for m in _CHAIN.finditer(answer)]
+    if chains:
+        longest = max(len(_ID.findall(c)) for c in chains)
+        answer = [c for c in chains if len(_ID.findall(c)) == longest][-1]
+    ids = [int(i) - 1 for i in _ID.findall(answer)]
+    seen, permutation, out_of_range, repeated = set(), [], 0, 0
+    for i in ids:
+        if not 0 <= i < num_docs:
+            out_of_range += 1
+        elif i in seen:
+            repeated += 1
+        else:
+            seen.add(i)
+            permutation.append(i)
+    missing = num_docs - len(permutation)
+    permutation.extend(i for i in range(num_docs) if i not in seen)
+    problems = []
+    if num_docs and not ids:
+        problems.append('no [i] identifiers')
+    else:
+        if out_of_range:
+            problems.append(f'{out_of_range} out-of-range identifiers')
+        if repeated:
+            problems.append(f'{repeated} repeated identifiers')
+        if missing:
+            problems.append(f'{missing} of {num_docs} documents missing')
+    return permutation, ('; '.join(problems) or None)
+
+
+def parse_ranking(text: Any, num_docs: int) -> List[int]:
+    """A listwise answer as a 0-based permutation of ``range(num_docs)``, best first. Never raises.
+
+    See :func:`check_ranking` (which also reports whether the answer was well-formed).
+
+    Args:
+        text: the model's reply, e.g. ``'<answer> [2] > [1] > [3] </answer>'``.
+        num_docs: number of documents in the window.
+
+    Returns:
+        A permutation of ``range(num_docs)``, e.g. ``[1, 0, 2]``.
+    """
+    return check_ranking(text, num_docs)[0]
+
+
+def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
+    """Start positions of the sliding windows over a list of ``num_docs``, bottom window first (RankGPT order).
+
+    The windows ``[s, s + window)`` cover the list from the bottom to the top, each ``stride`` above the previous
+    one; the last one starts at 0. A list no longer than ``window`` has one window.
+    """
+    if num_docs <= 0:
+        return []
+    if num_docs <= window:
+        return [0]
+    starts = list(range(num_docs - window, 0, -stride))
+    return starts + [0]
+
+
+def _clean(text: Any) -> str:
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return ''
+    return ' '.join(str(text).split())
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# listwise reranker
+
+class ListwiseReranker(pt.Transformer, UsageStats):
+    """Listwise LLM reranker with a sliding window (RankGPT style), batched across queries.
+
+    Required input columns: ``['qid', 'query', 'docno', text_field]``; ``rank`` (if present) gives the order of each
+    query's list, else the input order is used. Output: the input rows, with ``score`` encoding the new order
+    (``n - position``, strictly decreasing) and ``rank``.
+
+    A list of at most ``window`` documents is ordered in one prompt. A longer list is ordered by windows of
+    ``window`` documents moving from the bottom of the list to the top by ``stride``, each window re-ordering its
+    documents in place. The windows of all queries at the same sliding position go to the engine in ONE call.
+
+    Each document is cut to a token budget so that the prompt and the answer fit the engine's context:
+    ``overhead + n * (doc + 4) + max_tokens <= context_length`` (``max_doc_tokens`` caps the budget further).
+    Malformed answers never stop a run: the parsed part is used, missing documents keep their relative order after
+    it, :attr:`malformed` is incremented and a warning names the query.
+
+    Attributes:
+        malformed: number of malformed answers so far (reset by :meth:`reset_stats`).
+        calls / prompts / prompt_tokens / completion_tokens: usage counters (see :meth:`stats`).
+    """
+
+    def __init__(self, engine: Engine, *, prompt: str = 'rankllm', window: int = 20, stride: int = 10,
+                 max_doc_tokens: Optional[int] = None, text_field: str = 'text', max_tokens: Optional[int] = None,
+                 verbose: bool = False):
+        """
+        Args:
+            engine: the LLM engine (shared with the navigator and summariser).
+            prompt: ``'rankllm'`` (answer ``[i] > [j] > ...`` in answer tags) or ``'reasoning'`` (reasoning steps,
+                then the ranking line).
+            window: documents per prompt, ``w``.
+            stride: step between two sliding windows (``stride <= window``).
+            max_doc_tokens: most tokens per document; None: as many as the context allows.
+            text_field: the column holding document text.
+            max_tokens: most tokens generated per answer; None: ``6 * window + 32`` for ``rankllm``,
+                ``2048 + 6 * window`` for ``reasoning``.
+            verbose: show a progress bar over sliding positions.
+        """
+        if prompt not in ('rankllm', 'reasoning'):
+            raise ValueError(f"prompt must be 'rankllm' or 'reasoning'; got {prompt!r}")
+        if window < 1 or not 1 <= stride <= window:
+            raise ValueError(f'need window >= 1 and 1 <= stride <= window; got window={window}, stride={stride}')
+        self.engine = engine
+        self.prompt = prompt
+        self.window = window
+        self.stride = stride
+        self.max_doc_tokens = max_doc_tokens
+        self.text_field = text_field
+        self.max_tokens = max_tokens
+        self.verbose = verbose
+        self.template = PromptTemplate(prompt)
+        self.reset_stats()
+
+    def __repr__(self):
+        args = [repr(self.engine), f'prompt={self.prompt!r}', f'window={self.window}', f'stride={self.stride}']
+        if self.max_doc_tokens is not None:
+            args.append(f'max_doc_tokens={self.max_doc_tokens}')
+        if self.text_field != 'text':
+            args.append(f'text_field={self.text_field!r}')
+        if self.max_tokens is not None:
+            args.append(f'max_tokens={self.max_tokens}')
+        return f'ListwiseReranker({", ".join(args)})'
+
+    @property
+    def prompt_hash(self) -> str:
+        """SHA-256 prefix of the prompt file in use."""
+        return self.template.hash
+
+    def reset_stats(self) -> None:
+        UsageStats.reset_stats(self)
+        self.malformed = 0
+
+    def stats(self) -> Dict[str, int]:
+        return {**UsageStats.stats(self), 'malformed': self.malformed}
+
+    def generation_tokens(self) -> int:
+        """Most tokens generated per answer."""
+        if self.max_tokens is not None:
+            return int(self.max_tokens)
+        return 6 * self.window + 32 if self.prompt == 'rankllm' else 2048 + 6 * self.window
+
+    def doc_fit(self, query: str, num_docs: int) -> int:
+        """Tokens per document that fit the context in a window of ``num_docs`` for ``query`` (may be < 1)."""
+        overhead = self.engine.count_conversation_tokens(self.template.messages(query=query, n=num_docs, docs=''))
+        return (self.engine.context_length - overhead - self.generation_tokens()) // max(1, num_docs) - 4
+
+    def doc_budget(self, query: str, num_docs: int) -> int:
+        """Tokens allowed per document: what fits the context (at least 16), capped by ``max_doc_tokens``."""
+        budget = max(16, self.doc_fit(query, num_docs))
+        return budget if self.max_doc_tokens is None else min(int(self.max_doc_tokens), budget)
+
+    def conversation(self, query: str, texts: List[str]) -> Conversation:
+        """The prompt for ``query`` and the (already truncated) window texts."""
+        docs = '\n'.join(f'[{i}] {t}' for i, t in enumerate(texts, start=1))
+        return self.template.messages(query=query, n=len(texts), docs=docs)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
+        if len(inp) == 0:
+            out = inp.copy().assign(score=pd.Series(dtype=float))
+            return pt.model.add_ranks(out)
+        frame = inp.reset_index(drop=True)
+        lists = []  # per query: (qid, query, row indices in list order)
+        for qid, group in frame.groupby('qid', sort=False):
+            if 'rank' in group.columns:
+                group = group.sort_values('rank', kind='stable')
+            lists.append((qid, _clean(group['query'].iloc[0]) if 'query' in group else '', group.index.to_numpy()))
+        texts = frame[self.text_field].to_numpy()
+        orders = [list(rows) for _, _, rows in lists]
+        starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]
+        budgets: Dict[Tuple[int, int], int] = {}
+        cut: Dict[Tuple[int, int], str] = {}
+        positions = range(max(len(s) for s in starts))
+        if self.verbose:
+            positions = pt.tqdm(positions, desc=repr(self), unit='position')
+        for k in positions:
+            active = [q for q in range(len(lists)) if len(starts[q]) > k]
+            conversations, windows = [], []
+            for q in active:
+                s = starts[q][k]
+                rows = orders[q][s:s + self.window]
+                query = lists[q][1]
+                key = (q, len(rows))
+                if key not in budgets:
+                    fit = self.doc_fit(query, len(rows))
+                    if fit < 16:
+                        warnings.warn(f'{self!r}: qid {lists[q][0]!r}: the query and prompt leave only {fit} tokens '
+                                      f'per document in the engine\'s context of {self.engine.context_length}; using '
+                                      '16, which may not fit (use a smaller window or a larger max_model_len)',
+                                      stacklevel=2)
+                    budgets[key] = self.doc_budget(query, len(rows))
+                budget = budgets[key]
+                window_texts = []
+                for r in rows:
+                    if (r, budget) not in cut:
+                        cut[r, budget] = self.engine.truncate(_clean(texts[r]), budget)
+                    window_texts.append(cut[r, budget])
+                conversations.append(self.conversation(query, window_texts))
+                windows.append((q, s, rows))
+            generations = self.engine.generate(conversations, max_tokens=self.generation_tokens(),
+                                               stop=['</answer>'] if self.prompt == 'rankllm' else None)
+            self._record(generations, len(conversations))
+            bad = []
+            for (q, s, rows), generation in zip(windows, generations, strict=True):
+                permutation, problem = check_ranking(generation.text, len(rows))
+                if problem is not None:
+                    self.malformed += 1
+                    bad.append(f'qid {lists[q][0]!r}: {problem}')
+                orders[q][s:s + len(rows)] = [rows[i] for i in permutation]
+            if bad:
+                warnings.warn(f'{self!r}: {len(bad)} malformed answers, used what could be parsed '
+                              f'({"; ".join(bad[:5])}{"; ..." if len(bad) > 5 else ""})', stacklevel=2)
+        index = np.concatenate([np.asarray(order, dtype=int) for order in orders])
+        scores = np.concatenate([np.arange(len(order), 0, -1, dtype=float) for order in orders])
+        out = frame.iloc[index].reset_index(drop=True).assign(score=scores)
+        return pt.model.add_ranks(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# pointwise yes/no scorer (navigator)
+
+THINK_PREFILL = '<think>\n\n</think>\n\n'
+Instruction = Union[str, Mapping, Callable[[Any, str], str]]
+
+
+class YesNoScorer(pt.Transformer, UsageStats):
+    """Pointwise LLM scorer: ``score`` = P(yes) that the document meets the query (Qwen3-Reranker protocol).
+
+    Required input columns: ``['qid', 'query', 'docno', text_field]``. Output: the input rows with ``score`` in
+    [0, 1] and ``rank``.
+
+    Each row becomes a conversation: a system message asking for a "yes" or "no" judgement, the user turn
+    ``<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>: {doc}`` and an assistant turn that starts with an
+    empty think block. The engine generates one token restricted to yes/no; the score is the softmax over their
+    logits. All rows of a frame go to the engine in one call (or calls of ``batch_size`` rows).
+
+    As GAREN's navigator the rows are ``qid, query, docno=<group id>, text=<group summary>``; it also serves as a
+    pointwise reranker over documents.
+    """
+
+    def __init__(self, engine: Engine, *,
+                 instruction: Instruction = 'Given a query, retrieve relevant passages that answer the query',
+                 text_field: str = 'text', max_doc_tokens: Optional[int] = None, batch_size: Optional[int] = None):
+        """
+        Args:
+            engine: the LLM engine (shared with the reranker and summariser).
+            instruction: the task instruction: a string, a mapping ``qid -> instruction``, or a callable
+                ``(qid, query) -> instruction`` (BRIGHT uses one instruction per domain).
+            text_field: the column holding the document (or group summary) text.
+            max_doc_tokens: most tokens per document; None: as many as the context allows.
+            batch_size: rows per engine call; None: all rows in one call.
+        """
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        self.engine = engine
+        self.instruction = instruction
+        self.text_field = text_field
+        self.max_doc_tokens = max_doc_tokens
+        self.batch_size = batch_size
+        self.template = PromptTemplate('yes_no')
+        self.reset_stats()
+
+    def __repr__(self):
+        args = [repr(self.engine)]
+        if self.instruction != 'Given a query, retrieve relevant passages that answer the query':
+            args.append(f'instruction={self.instruction!r}')
+        if self.text_field != 'text':
+            args.append(f'text_field={self.text_field!r}')
+        if self.max_doc_tokens is not None:
+            args.append(f'max_doc_tokens={self.max_doc_tokens}')
+        if self.batch_size is not None:
+            args.append(f'batch_size={self.batch_size}')
+        return f'YesNoScorer({", ".join(args)})'
+
+    @property
+    def prompt_hash(self) -> str:
+        """SHA-256 prefix of the prompt file in use."""
+        return self.template.hash
+
+    def instruction_for(self, qid: Any, query: str) -> str:
+        """The instruction used for a query."""
+        if isinstance(self.instruction, str):
+            return self.instruction
+        if isinstance(self.instruction, Mapping):
+            for key in (qid, str(qid)):
+                if key in self.instruction:
+                    return str(self.instruction[key])
+            raise ValueError(f'{self!r}: no instruction for qid {qid!r}; add it to the instruction mapping or pass '
+                             'a single string')
+        if callable(self.instruction):
+            return str(self.instruction(qid, query))
+        raise TypeError(f'instruction must be a str, a mapping qid -> str or a callable (qid, query) -> str; '
+                        f'got {type(self.instruction).__name__}')
+
+    def conversation(self, instruction: str, query: str, doc: str) -> Conversation:
+        """The conversation for one row (doc already truncated), ending with the empty-think prefill."""
+        messages = self.template.messages(instruction=instruction, query=query, doc=doc)
+        return messages + [{'role': 'assistant', 'content': THINK_PREFILL}]
+
+    def doc_budget(self, instruction: str, query: str) -> int:
+        """Tokens allowed for a row's document: what fits the context (at least 16), capped by ``max_doc_tokens``."""
+        overhead = self.engine.count_conversation_tokens(self.conversation(instruction, query, ''))
+        fit = max(16, self.engine.context_length - overhead - 8)
+        return fit if self.max_doc_tokens is None else min(int(self.max_doc_tokens), fit)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
+        if len(inp) == 0:
+            return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
+        frame = inp.reset_index(drop=True)
+        budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
+        conversations = []
+        for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
+            query = _clean(query)
+            if (qid, query) not in budgets:
+                instruction = self.instruction_for(qid, query)
+                budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
+            instruction, budget = budgets[qid, query]
+            conversations.append(self.conversation(instruction, query, self.engine.truncate(_clean(text), budget)))
+        size = self.batch_size or len(conversations)
+        scores: List[float] = []
+        for start in range(0, len(conversations), size):
+            batch = conversations[start:start + size]
+            generations = self.engine.yes_no(batch)
+            self._record(generations, len(batch))
+            scores.extend(float(g.probability) for g in generations)
+        return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float)))
