@@ -120,7 +120,8 @@ class GroupCorpusGraph(CorpusGraph):
 
     # -- arrays (memory-mapped, validated on first use) ---------------------------------------------------------
     def _map(self, name: str, dtype, shape=None) -> np.ndarray:
-        arr = np.memmap(self.path / name, mode='r', dtype=dtype)
+        # a plain ndarray view of the memory map: same pages, without np.memmap's slow per-item __getitem__
+        arr = np.memmap(self.path / name, mode='r', dtype=dtype).view(np.ndarray)
         return arr.reshape(shape) if shape is not None else arr
 
     @cached_property
@@ -172,13 +173,23 @@ class GroupCorpusGraph(CorpusGraph):
         """All docnos by internal id."""
         return [str(d) for d in self._docnos.fwd[np.arange(self.doc_count)]]
 
+    @cached_property
+    def _id_cache(self) -> Dict[str, int]:
+        return {}
+
     def doc_id(self, docno: str) -> int:
-        """Internal id of a docno, -1 when it is not in the graph."""
-        try:
-            did = int(self._docnos.inv[str(docno)])
-        except (LookupError, ValueError):  # npids raises for ids its codec cannot represent
-            return -1
-        return did if 0 <= did < self.doc_count else -1
+        """Internal id of a docno, -1 when it is not in the graph (memoised: online search asks repeatedly)."""
+        docno = str(docno)
+        did = self._id_cache.get(docno)
+        if did is None:
+            try:
+                did = int(self._docnos.inv[docno])
+            except (LookupError, ValueError):  # npids raises for ids its codec cannot represent
+                did = -1
+            if not 0 <= did < self.doc_count:
+                did = -1
+            self._id_cache[docno] = did
+        return did
 
     def doc_ids(self, docnos: Sequence[str]) -> np.ndarray:
         """Internal ids of several docnos (-1 for those not in the graph)."""
@@ -214,7 +225,11 @@ class GroupCorpusGraph(CorpusGraph):
     def group_of(self, docno: str) -> int:
         """Group id of a docno, -1 when the docno is not in the graph."""
         did = self.doc_id(docno)
-        return int(self.group_ids[did]) if did >= 0 else -1
+        return self._group_list[did] if did >= 0 else -1
+
+    @cached_property
+    def _group_list(self) -> List[int]:
+        return self.group_ids.tolist()
 
     def groups_of(self, docnos: Sequence[str]) -> np.ndarray:
         """Group ids of several docnos (-1 for those not in the graph)."""
