@@ -36,12 +36,10 @@ def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
 
 
 def _with_title(doc: dict) -> dict:
-    """Prefix the title to the text when the text does not already start with it (BEIR convention)."""
+    """``title + ' ' + text`` as the document text (what indexing every text field of a document gives)."""
     title = (doc.get('title') or '').strip()
     text = doc.get('text') or ''
-    if title and not text.lower().startswith(title.lower()[:50]):
-        text = f'{title} {text}'
-    return {'docno': doc['docno'], 'text': text}
+    return {'docno': doc['docno'], 'text': f'{title} {text}' if title else text}
 
 
 def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: bool = True):
