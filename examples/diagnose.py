@@ -1,0 +1,58 @@
+"""Why GAREN does (not) beat GAR here: how often the navigator scored and GAREN expanded the gold groups.
+
+    python examples/diagnose.py --dataset scifact
+    python examples/diagnose.py --dataset vaswani --navigator vote
+
+Prints, over queries with relevant documents: relevant documents and their groups, the share of gold groups the
+navigator scored and the share GAREN expanded (paper Appendix C.3), the share of relevant documents each method
+observed within the budget, and recall by hop distance from the first-stage top 20 (doc graph and group graph).
+"""
+import argparse
+import os
+
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+
+import pandas as pd  # noqa: E402
+from pyterrier_adaptive import GAR  # noqa: E402
+
+from pyterrier_garen import GAREN, prepare  # noqa: E402
+from pyterrier_garen._compare import cpu_components, evaluation_qrels  # noqa: E402
+from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, recall_by_hop  # noqa: E402
+from pyterrier_garen.datasets import load_dataset  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--dataset', required=True)
+    parser.add_argument('--navigator', default='centroid', choices=['centroid', 'summary', 'vote'])
+    parser.add_argument('--budget', type=int, default=100)
+    args = parser.parse_args()
+    dataset = load_dataset(args.dataset)
+    prepared = prepare(dataset)
+    reranker, navigator = cpu_components(prepared, navigator=args.navigator)
+    qrels = evaluation_qrels(dataset)
+    topics = dataset.get_topics()
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    garen = GAREN(reranker, prepared.groups, navigator, budget=args.budget, trace=True)
+    runs = {'BM25': first[first['rank'] < args.budget], 'GAR': GAR(reranker, prepared.groups, num_results=args.budget,
+                                                                   batch_size=16)(first),
+            'GAREN': garen(first)}
+    diag = gold_group_diagnostics(garen.last_trace, prepared.groups, qrels)
+    diag = diag[diag.gold_groups > 0]
+    print(f'{args.dataset}: {len(diag)} queries; {diag.gold_groups.mean():.2f} gold groups per query; '
+          f'navigator scored {diag.scored.sum() / diag.gold_groups.sum():.1%} of them, '
+          f'GAREN expanded {diag.selected.sum() / diag.gold_groups.sum():.1%}')
+    hops = gold_hops(prepared.groups, first, qrels)
+    for column in ('doc_hop', 'group_hop'):
+        table = recall_by_hop(hops, runs, hop_column=column)
+        print(f'\nrecall of relevant documents by {column} (from the BM25 top 20):')
+        print(table.pivot(index='hop', columns='system', values='recall').round(3)
+              .join(table.drop_duplicates('hop').set_index('hop').gold).to_string())
+    observed = {name: run.groupby('qid').size().mean() for name, run in runs.items()}
+    print('\nmean documents returned per query:', {k: round(v, 1) for k, v in observed.items()})
+    print(pd.Series(garen.last_stats[['groups_scored', 'navigator_calls', 'reranker_calls']].mean()).round(1)
+          .to_string())
+
+
+if __name__ == '__main__':
+    main()
