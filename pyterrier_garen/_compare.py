@@ -129,4 +129,4 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
     return pt.Experiment(list(pipelines.values()), topics, evaluation_qrels(dataset), [nDCG @ 10, R @ 100],
-                         names=names, baseline=baseline, precompute_prefix=True, verbose=verbose)
+                         names=names, baseline=baseline, plan='tree', verbose=verbose)

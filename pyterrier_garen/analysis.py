@@ -133,7 +133,7 @@ def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.D
     frames = []
     for budget, pipelines in sorted(pipelines_by_budget.items()):
         res = pt.Experiment(list(pipelines.values()), topics, qrels, measures, names=list(pipelines),
-                            precompute_prefix=True)
+                            plan='tree')
         frames.append(res.assign(budget=budget))
     return pd.concat(frames, ignore_index=True)
 
