@@ -133,7 +133,10 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.set_defaults(func=_cmd_show)
 
     args = parser.parse_args(argv)
-    args.func(args)
+    try:
+        args.func(args)
+    except (FileNotFoundError, FileExistsError, ValueError) as ex:  # user errors: the message says what to do
+        parser.exit(2, f'error: {ex}\n')
 
 
 if __name__ == '__main__':

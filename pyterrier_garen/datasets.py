@@ -192,6 +192,9 @@ def load_dataset(spec: str):
         return LocalDataset(spec)
     if (data_dir() / spec).is_dir():
         return LocalDataset(data_dir() / spec)
+    if ':' not in spec:
+        raise FileNotFoundError(f'{spec!r} is neither a collection folder nor a collection under {data_dir()}; pass '
+                                'a folder with docs.jsonl, queries.tsv and qrels.txt, or an id like irds:beir/scifact')
     return pt.get_dataset(spec)
 
 
