@@ -22,6 +22,8 @@ _EXPORTS = {
     'ArtifactError': '._group_graph',
     'prepare': '._prepare',
     'load_corpus_graph': '._graphs',
+    'write_docnos': '._graphs',
+    'check_docnos': '._graphs',
     'Summarizer': '._summaries',
     # online (_garen.py, _navigators.py, _baselines.py, _cpu.py)
     'GAREN': '._garen',
