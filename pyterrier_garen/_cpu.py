@@ -48,9 +48,10 @@ class _VectorComponent(pt.Transformer):
 
     def _doc_vectors(self, docnos) -> np.ndarray:
         """Unit vectors of docnos; zero vectors for docnos the index does not hold."""
+        from ._graphs import lookup_ids
         lookup, dvecs, _ = self.vectors.payload()
-        ids = np.asarray(lookup.inv[[str(d) for d in docnos]], dtype=np.int64) if len(docnos) else np.zeros(0, int)
-        ok = (ids >= 0) & (ids < dvecs.shape[0])
+        ids = lookup_ids(lookup, docnos)
+        ok = ids >= 0
         out = np.zeros((len(ids), dvecs.shape[1]), dtype=np.float32)
         out[ok] = _unit(np.asarray(dvecs[ids[ok]], dtype=np.float32))
         return out

@@ -13,7 +13,7 @@ from typing import List, Optional, Sequence, Union
 import numpy as np
 import pyterrier as pt
 
-__all__ = ['minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
+__all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
            'write_docnos', 'check_docnos', 'load_corpus_graph']
 
 
@@ -82,6 +82,30 @@ def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
         sample = [docnos[i] for i in bad[:5]]
         raise ValueError(f'{len(bad)} of {count} docnos do not round-trip through the npids lookup (e.g. {sample}); '
                          'rebuild with pyterrier_garen.write_docnos, which stores docnos in string-sorted order')
+
+
+def lookup_ids(lookup, docnos: Sequence[str]) -> np.ndarray:
+    """Internal ids of docnos in an ``npids`` lookup; -1 for docnos it does not hold.
+
+    Depending on its codec, npids answers -1 for an unknown docno or raises ``LookupError``/``ValueError`` (e.g. a
+    non-numeric docno in an integer codec); both become -1 here.
+    """
+    docnos = [str(d) for d in docnos]
+    if not docnos:
+        return np.zeros(0, dtype=np.int64)
+    try:
+        ids = np.asarray(lookup.inv[docnos], dtype=np.int64)
+    except (LookupError, ValueError):
+        ids = np.asarray([_lookup_one(lookup, d) for d in docnos], dtype=np.int64)
+    ids[(ids < 0) | (ids >= len(lookup))] = -1
+    return ids
+
+
+def _lookup_one(lookup, docno: str) -> int:
+    try:
+        return int(lookup.inv[docno])
+    except (LookupError, ValueError):
+        return -1
 
 
 def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:

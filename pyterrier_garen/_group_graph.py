@@ -1,6 +1,7 @@
 """The GroupCorpusGraph artifact: a pyterrier-adaptive corpus graph plus a Leiden partition and group summaries."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import numpy as np
 import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
+from ._graphs import lookup_ids
 from ._summaries import Summarizer
 
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
@@ -182,25 +184,12 @@ class GroupCorpusGraph(CorpusGraph):
         docno = str(docno)
         did = self._id_cache.get(docno)
         if did is None:
-            try:
-                did = int(self._docnos.inv[docno])
-            except (LookupError, ValueError):  # npids raises for ids its codec cannot represent
-                did = -1
-            if not 0 <= did < self.doc_count:
-                did = -1
-            self._id_cache[docno] = did
+            did = self._id_cache[docno] = int(lookup_ids(self._docnos, [docno])[0])
         return did
 
     def doc_ids(self, docnos: Sequence[str]) -> np.ndarray:
         """Internal ids of several docnos (-1 for those not in the graph)."""
-        if len(docnos) == 0:
-            return np.zeros(0, dtype=np.int64)
-        try:
-            ids = np.asarray(self._docnos.inv[[str(d) for d in docnos]], dtype=np.int64)
-        except (LookupError, ValueError):
-            ids = np.asarray([self.doc_id(d) for d in docnos], dtype=np.int64)
-        ids[(ids < 0) | (ids >= self.doc_count)] = -1
-        return ids
+        return np.asarray([self.doc_id(d) for d in docnos], dtype=np.int64)
 
     def neighbours(self, docid: Union[int, str], weights: bool = False):
         """The k nearest neighbours of a document (pyterrier-adaptive's interface).
@@ -465,7 +454,8 @@ class GroupCorpusGraph(CorpusGraph):
         if (path / 'pt_meta.json').exists() and not overwrite:
             existing = cls(path)
             stored = {k: existing.meta.get('partition', {}).get(k) for k in params}
-            if stored == params and existing.doc_count == n and existing.k == edges.shape[1]:
+            same_graph = existing.meta.get('graph_sha256') == _fingerprint(sorted_docnos, edges)
+            if stored == params and same_graph:
                 return existing
             diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
             raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
@@ -498,7 +488,7 @@ class GroupCorpusGraph(CorpusGraph):
             'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
                           'modularity': modularity, 'leiden_calls': calls,
                           'seconds': round(time.time() - started, 3)},
-            'source_graph': source, 'summaries': None,
+            'source_graph': source, 'graph_sha256': _fingerprint(sorted_docnos, edges), 'summaries': None,
         }
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', dir=path.parent))
@@ -518,6 +508,13 @@ class GroupCorpusGraph(CorpusGraph):
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return cls(path)
+
+
+def _fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:
+    """SHA-256 of the docnos and edges (in stored order): tells whether a rebuild request names the same graph."""
+    digest = hashlib.sha256('\n'.join(docnos).encode())
+    digest.update(np.ascontiguousarray(edges, dtype=np.uint32).tobytes())
+    return digest.hexdigest()
 
 
 def _read_partial(path: Path) -> Dict[int, Dict[str, Any]]:

@@ -249,3 +249,30 @@ def test_integer_docnos_with_gaps_round_trip(tmp_path):
                                           labels=np.arange(n) // 10)
     assert all(groups.doc_id(d) >= 0 for d in docnos)
     assert list(groups.neighbours('374')) == ['377', '378', '379']
+
+
+def test_lookup_ids_never_raises(tmp_path):
+    from npids import Lookup
+
+    from pyterrier_garen._graphs import lookup_ids
+    # integer docnos out of order are stored with an integer codec that raises for non-numeric keys
+    docnos = ['4983', '5836', '70490', '12', '999999']
+    lookup = Lookup.build(docnos, str(tmp_path / 'ids.npids'))
+    assert lookup_ids(lookup, ['70490', 'not-a-number', '5']).tolist() == [2, -1, -1]
+    assert lookup_ids(lookup, []).tolist() == []
+
+
+def test_reopen_with_another_graph_refuses(cran_bm25_graph, cran_dense_graph, tmp_path):
+    GroupCorpusGraph.from_corpus_graph(cran_bm25_graph, tmp_path / 'g')
+    with pytest.raises(FileExistsError, match='other graph'):
+        GroupCorpusGraph.from_corpus_graph(cran_dense_graph, tmp_path / 'g')
+
+
+def test_vector_scorer_scores_unknown_docs_zero(cran_vectors, minilm):
+    import pandas as pd
+
+    from pyterrier_garen import VectorScorer
+    frame = pd.DataFrame({'qid': ['1'] * 3, 'query': ['wing slipstream'] * 3, 'docno': ['1', 'no-such-doc', '2']})
+    out = VectorScorer(cran_vectors, minilm)(frame).set_index('docno')
+    assert out.loc['no-such-doc', 'score'] == 0
+    assert out.loc['1', 'score'] > out.loc['2', 'score']  # doc 1 is about a wing in a slipstream
