@@ -1,12 +1,14 @@
 """Collections: local folders in the ``shared/data`` format, and BRIGHT's excluded-document rule."""
 from __future__ import annotations
 
+import codecs
+import hashlib
 import json
 import os
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Dict, Iterator, List, Literal, Optional, Union
+from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union
 
 import pandas as pd
 import pyterrier as pt
@@ -14,6 +16,38 @@ import pyterrier as pt
 __all__ = ['LocalDataset', 'remove_excluded', 'RemoveExcluded', 'data_dir', 'load_dataset']
 
 DATA_ENV = 'GAREN_DATA'
+DECLARATION = 'collection.json'
+
+# Collections whose relevance codes are known not to be gains, recognised by the SHA-256 of their qrels.txt (so a
+# different collection in a folder of the same name is not affected). Cranfield's codes 1..4 rank 1 = "complete
+# answer" first and -1 marks on-topic documents, so only rel>0 (binary) is meaningful.
+_KNOWN_BINARY = {
+    'de3766abab3e87394f21e1438ddda34aaea82d1697639ead1fa3c32286ea0424':
+        'Cranfield: codes 1-4 rank 1 as most relevant and are not gains',
+}
+
+
+def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:
+    """``(line number, text)`` of a UTF-8 text file (a leading BOM dropped), with a clear error on other bytes."""
+    with path.open('rb') as fin:
+        for lineno, raw in enumerate(fin, start=1):
+            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+                raw = raw[len(codecs.BOM_UTF8):]
+            try:
+                line = raw.decode('utf8')
+            except UnicodeDecodeError as ex:
+                raise ValueError(f'{path} line {lineno}: byte 0x{raw[ex.start]:02x} at column {ex.start + 1} is not '
+                                 'UTF-8; re-save the file as UTF-8 (e.g. iconv -f latin1 -t utf8)') from None
+            yield lineno, line.rstrip('\r\n')
+
+
+def _check_id(value: str, what: str, where: str) -> str:
+    if not value:
+        raise ValueError(f'{where}: empty {what}; every {what} must be a non-empty string')
+    if any(c.isspace() for c in value):
+        raise ValueError(f'{where}: {what} {value!r} contains whitespace, which TREC run and qrels files cannot '
+                         f'hold; use {what}s without spaces or tabs')
+    return value
 
 
 def data_dir(name: Optional[str] = None) -> Path:
@@ -36,14 +70,18 @@ class LocalDataset(pt.datasets.Dataset):
 
     * ``docs.jsonl``: one JSON object per line, ``{"docno": str, "text": str}`` plus an optional ``"title"``;
     * ``queries.tsv``: ``qid<TAB>query``;
-    * ``qrels.txt``: TREC format ``qid iteration docno relevance``.
+    * ``qrels.txt``: TREC format ``qid iteration docno relevance``;
+    * ``collection.json`` (optional): ``{"relevance": "binary"}`` declares that the relevance codes are not gains
+      (evaluation then uses rel>0), ``"graded"`` that they are (the default).
 
     It can be used wherever a ``pt.get_dataset(...)`` object can: ``get_corpus_iter()`` for indexing,
     ``get_topics()`` / ``get_qrels()`` for ``pt.Experiment``, and ``text_loader()`` for ``pt.text.get_text``.
 
-    Problems in the files raise :class:`ValueError` naming the file and line (malformed JSON, missing docno,
-    duplicate docno, a query line without a tab); qrels that name unknown documents or queries are harmless for
-    evaluation and produce one warning with counts.
+    Files are read as UTF-8 (a leading byte-order mark is ignored). Problems raise :class:`ValueError` naming the
+    file and line: bytes that are not UTF-8, malformed JSON, a missing, empty, duplicate or non-string docno, a
+    ``text``/``title`` that is not a string, a query line without exactly one tab, an empty or duplicate qid, a
+    file with no documents or no queries. Qrels that name unknown documents or queries are harmless for evaluation
+    and produce one warning with counts.
 
     Args:
         path: the folder of the collection.
@@ -67,21 +105,28 @@ class LocalDataset(pt.datasets.Dataset):
 
     # -- documents ----------------------------------------------------------------------------------------------
     def _read_docs(self) -> Iterator[Dict[str, str]]:
-        with (self.path / 'docs.jsonl').open('rt', encoding='utf8') as fin:
-            for lineno, line in enumerate(fin, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    doc = json.loads(line)
-                except json.JSONDecodeError as ex:
-                    raise ValueError(f'{self.path / "docs.jsonl"} line {lineno}: not valid JSON ({ex.msg}); '
-                                     'each line must be one JSON object like {"docno": "d1", "text": "..."}') from ex
-                if not isinstance(doc, dict) or not isinstance(doc.get('docno'), (str, int)) or doc['docno'] == '':
-                    raise ValueError(f'{self.path / "docs.jsonl"} line {lineno}: a document needs a non-empty "docno"')
-                out = {'docno': str(doc['docno']), 'text': str(doc.get('text') or '')}
-                if 'title' in doc:
-                    out['title'] = str(doc.get('title') or '')
-                yield out
+        path = self.path / 'docs.jsonl'
+        for lineno, line in _read_lines(path):
+            if not line.strip():
+                continue
+            where = f'{path} line {lineno}'
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError as ex:
+                raise ValueError(f'{where}: not valid JSON ({ex.msg}); each line must be one JSON object like '
+                                 '{"docno": "d1", "text": "..."}') from None
+            if not isinstance(doc, dict):
+                raise ValueError(f'{where}: expected a JSON object like {{"docno": "d1", "text": "..."}}, got a '
+                                 f'{_json_type(doc)}')
+            docno = doc.get('docno')
+            if isinstance(docno, bool) or not isinstance(docno, (str, int)):
+                raise ValueError(f'{where}: a document needs a "docno" string (or integer), got '
+                                 f'{"a " + _json_type(docno) if "docno" in doc else "none"}')
+            out = {'docno': _check_id(str(docno).strip() if isinstance(docno, str) else str(docno), 'docno', where),
+                   'text': _text_field(doc, 'text', where)}
+            if 'title' in doc:
+                out['title'] = _text_field(doc, 'title', where)
+            yield out
 
     @cached_property
     def _docs(self) -> Dict[str, Dict[str, str]]:
@@ -91,6 +136,9 @@ class LocalDataset(pt.datasets.Dataset):
                 raise ValueError(f'{self.path / "docs.jsonl"}: duplicate docno {doc["docno"]!r} (document {lineno}); '
                                  'docnos must be unique')
             docs[doc['docno']] = doc
+        if not docs:
+            raise ValueError(f'{self.path / "docs.jsonl"} holds no documents; add one JSON object per line like '
+                             '{"docno": "d1", "text": "..."}')
         return docs
 
     def docnos(self) -> List[str]:
@@ -114,55 +162,126 @@ class LocalDataset(pt.datasets.Dataset):
         """A transformer adding document fields (``text``, ``title``) by ``docno``, for ``pt.text.get_text``."""
         return _TextLoader(self, fields)
 
+    def fingerprint(self) -> str:
+        """SHA-256 of the collection's files (documents, queries, qrels, declaration): equal for equal content."""
+        digest = hashlib.sha256()
+        for name in ('docs.jsonl', 'queries.tsv', 'qrels.txt', DECLARATION):
+            file = self.path / name
+            digest.update(f'{name}\0'.encode())
+            if file.is_file():
+                with file.open('rb') as fin:
+                    for block in iter(lambda f=fin: f.read(1 << 20), b''):
+                        digest.update(block)
+            digest.update(b'\0')
+        return digest.hexdigest()
+
     # -- topics and qrels ---------------------------------------------------------------------------------------
-    def get_topics(self, variant: Optional[str] = None) -> pd.DataFrame:
+    @cached_property
+    def _topics(self) -> pd.DataFrame:
+        path = self.path / 'queries.tsv'
         rows = []
         seen = set()
-        with (self.path / 'queries.tsv').open('rt', encoding='utf8') as fin:
-            for lineno, line in enumerate(fin, start=1):
-                line = line.rstrip('\n')
-                if not line.strip():
-                    continue
-                if '\t' not in line:
-                    raise ValueError(f'{self.path / "queries.tsv"} line {lineno}: expected "qid<TAB>query", '
-                                     f'got {line!r}')
-                qid, query = line.split('\t', 1)
-                if qid in seen:
-                    raise ValueError(f'{self.path / "queries.tsv"} line {lineno}: duplicate qid {qid!r}')
-                seen.add(qid)
-                rows.append((qid, query))
+        for lineno, line in _read_lines(path):
+            if not line.strip():
+                continue
+            where = f'{path} line {lineno}'
+            parts = line.split('\t')
+            if len(parts) != 2:
+                got = 'no tab' if len(parts) == 1 else f'{len(parts)} columns'
+                raise ValueError(f'{where}: expected two tab-separated columns "qid<TAB>query", got {got} in '
+                                 f'{line[:80]!r}; replace tabs inside the query text by spaces')
+            qid = _check_id(parts[0].strip(), 'qid', where)
+            query = parts[1].strip()
+            if not query:
+                raise ValueError(f'{where}: query {qid!r} has no text; remove the line or add the query text')
+            if qid in seen:
+                raise ValueError(f'{where}: duplicate qid {qid!r}')
+            seen.add(qid)
+            rows.append((qid, query))
+        if not rows:
+            raise ValueError(f'{path} holds no queries; add lines "qid<TAB>query"')
         return pd.DataFrame(rows, columns=['qid', 'query'])
+
+    def get_topics(self, variant: Optional[str] = None) -> pd.DataFrame:
+        return self._topics.copy()
 
     def get_topics_lang(self) -> Optional[str]:
         return 'en'
 
+    @cached_property
+    def relevance(self) -> Tuple[str, str]:
+        """``(kind, reason)``: whether the qrels' codes are ``'graded'`` gains or only ``'binary'`` (rel>0) is meant.
+
+        Read from ``collection.json`` (``{"relevance": "binary"}`` or ``"graded"``); a few known collections whose
+        codes are not gains (Cranfield) are recognised by the content of their qrels; otherwise ``'graded'``.
+        """
+        declaration = self.path / DECLARATION
+        if declaration.is_file():
+            try:
+                kind = json.loads(declaration.read_text(encoding='utf-8-sig')).get('relevance', 'graded')
+            except (ValueError, AttributeError):
+                raise ValueError(f'{declaration}: expected a JSON object like {{"relevance": "binary"}}') from None
+            if kind not in ('binary', 'graded'):
+                raise ValueError(f'{declaration}: "relevance" must be "binary" or "graded", got {kind!r}')
+            return kind, f'declared in {declaration}'
+        qrels = self.path / 'qrels.txt'
+        if qrels.is_file():
+            digest = hashlib.sha256(qrels.read_bytes()).hexdigest()
+            if digest in _KNOWN_BINARY:
+                return 'binary', _KNOWN_BINARY[digest]
+        return 'graded', f'no {DECLARATION} declaring otherwise'
+
     def get_qrels(self, variant: Optional[str] = None, *, binary: bool = False) -> pd.DataFrame:
-        """Qrels as ``qid, docno, label``. ``binary=True`` maps rel>0 to 1 and everything else to 0."""
+        """Qrels as ``qid, docno, label`` (labels as stored). ``binary=True`` maps rel>0 to 1, everything else to 0.
+
+        See :attr:`relevance` for whether the collection's codes are meant as graded gains.
+        """
         path = self.path / 'qrels.txt'
         if not path.is_file():
             raise FileNotFoundError(f'qrels.txt is missing from {str(self.path)!r}; it is needed for evaluation')
         rows = []
-        with path.open('rt', encoding='utf8') as fin:
-            for lineno, line in enumerate(fin, start=1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 4:
-                    raise ValueError(f'{path} line {lineno}: expected "qid 0 docno relevance", got {line.strip()!r}')
-                try:
-                    label = int(parts[3])
-                except ValueError as ex:
-                    raise ValueError(f'{path} line {lineno}: relevance {parts[3]!r} is not an integer') from ex
-                rows.append((parts[0], parts[2], label))
+        seen: Dict[Tuple[str, str], int] = {}
+        for lineno, line in _read_lines(path):
+            parts = line.split()
+            if not parts:
+                continue
+            where = f'{path} line {lineno}'
+            if len(parts) != 4:
+                raise ValueError(f'{where}: expected "qid 0 docno relevance", got {line.strip()[:80]!r}')
+            try:
+                label = int(parts[3])
+            except ValueError:
+                raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer') from None
+            key = (parts[0], parts[2])
+            if key in seen:
+                raise ValueError(f'{where}: qid {parts[0]!r} judges docno {parts[2]!r} again (first on line '
+                                 f'{seen[key]}); keep one judgement per pair')
+            seen[key] = lineno
+            rows.append((parts[0], parts[2], label))
         qrels = pd.DataFrame(rows, columns=['qid', 'docno', 'label'])
         unknown_docs = int((~qrels.docno.isin(self._docs.keys())).sum())
-        unknown_qids = int((~qrels.qid.isin(set(self.get_topics().qid))).sum())
+        unknown_qids = int((~qrels.qid.isin(set(self._topics.qid))).sum())
         if unknown_docs or unknown_qids:
             warnings.warn(f'{path}: {unknown_docs} qrels name docnos and {unknown_qids} name qids that are not in the '
                           'collection; they cannot be retrieved and only lower recall', stacklevel=2)
         if binary:
             qrels['label'] = (qrels.label > 0).astype(int)
         return qrels
+
+
+def _json_type(value) -> str:
+    return {dict: 'JSON object', list: 'JSON list', bool: 'boolean', type(None): 'null', float: 'number',
+            int: 'number', str: 'string'}.get(type(value), type(value).__name__)
+
+
+def _text_field(doc: dict, field: str, where: str) -> str:
+    value = doc.get(field)
+    if value is None:
+        return ''
+    if not isinstance(value, str):
+        raise ValueError(f'{where}: "{field}" must be a string, got a {_json_type(value)}; join or convert it '
+                         'before writing docs.jsonl')
+    return value
 
 
 class _TextLoader(pt.Transformer):
