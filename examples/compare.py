@@ -38,6 +38,7 @@ def main(argv=None):
                     navigator=args.navigator, systems=args.systems, verbose=args.verbose)
     with pd.option_context('display.width', 200, 'display.max_columns', 20):
         print(table.round(4).to_string(index=False))
+    print(f'labels: {table.attrs.get("labels")}')
     if not args.dataset:
         print('NOTE: synthetic data; run with --dataset for real numbers.')
     if args.out:

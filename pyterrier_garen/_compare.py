@@ -79,19 +79,34 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     return {name: factories[name]() for name in systems}
 
 
-def evaluation_qrels(dataset) -> pd.DataFrame:
-    """Qrels for nDCG/recall: binary rel>0 for local collections (Cranfield's codes are not graded gains);
-    excluded documents (label -100, BRIGHT) are dropped here and removed from runs by the pipelines."""
-    from .datasets import LocalDataset
-    if isinstance(dataset, LocalDataset):
-        return dataset.get_qrels(binary=True)
+def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
+    """Qrels for nDCG/recall, labels as graded gains unless binary relevance is asked for or declared.
+
+    Excluded documents (label -100, BRIGHT) are dropped here and removed from runs by the pipelines. The returned
+    frame's ``attrs['labels']`` says which labels were used and why (``compare`` copies it to its result).
+
+    Args:
+        dataset: a :class:`~pyterrier_garen.LocalDataset` or any PyTerrier dataset with qrels.
+        binary: ``True``: rel>0 becomes 1, everything else 0; ``False``: labels as stored; ``None`` (default): binary
+            only for a collection that declares its codes are not gains (``LocalDataset.relevance``, e.g. Cranfield).
+    """
+    kind, reason = getattr(dataset, 'relevance', ('graded', 'the dataset declares no relevance kind'))
+    if binary is not None:
+        kind, reason = ('binary' if binary else 'graded'), 'asked for'
     qrels = dataset.get_qrels()
-    return qrels[qrels.label >= 0]
+    qrels = qrels[qrels.label >= 0] if (qrels.label == -100).any() else qrels
+    if kind == 'binary':
+        qrels = qrels.assign(label=(qrels.label > 0).astype(int))
+        qrels.attrs['labels'] = f'binary relevance (label>0 -> 1): {reason}'
+    else:
+        values = sorted(int(v) for v in qrels.label.unique())
+        qrels.attrs['labels'] = f'graded relevance, labels as stored {values[:8]}: {reason}'
+    return qrels
 
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems=SYSTEMS,
-            verbose: bool = False) -> pd.DataFrame:
+            binary: Optional[bool] = None, verbose: bool = False) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Args:
@@ -102,10 +117,12 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         num_queries: evaluate on the first N queries only.
         navigator: GAREN's navigator (see :func:`cpu_components`).
         systems: which systems to run.
+        binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
         verbose: progress bars.
 
     Returns:
-        The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, against GAREN, paired t-test columns.
+        The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, against GAREN, paired t-test columns; its
+        ``attrs['labels']`` says which relevance labels were used.
     """
     from ir_measures import R, nDCG
 
@@ -128,5 +145,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         topics = topics.head(num_queries)
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
-    return pt.Experiment(list(pipelines.values()), topics, evaluation_qrels(dataset), [nDCG @ 10, R @ 100],
-                         names=names, baseline=baseline, plan='tree', verbose=verbose)
+    qrels = evaluation_qrels(dataset, binary=binary)
+    result = pt.Experiment(list(pipelines.values()), topics, qrels, [nDCG @ 10, R @ 100],
+                           names=names, baseline=baseline, plan='tree', verbose=verbose)
+    result.attrs['labels'] = qrels.attrs['labels']
+    return result
