@@ -1,17 +1,169 @@
-"""Analysis helpers behind the notebooks: budget curves, hop-distance recall, navigator diagnostics, plots.
+"""Analysis instruments and helpers behind the notebooks and ``examples/strength_sweep.py``.
+
+* :class:`SimulatedReranker` / :class:`SimulatedNavigator`: scorers of controlled strength that read the relevance
+  judgements (label plus fixed Gaussian noise). They are *instruments* for studying how a search method behaves as the
+  reranker (or navigator) gets stronger, never retrieval models: they need the qrels of the queries they score.
+* reachability: hop distance of the relevant documents from the first stage (:func:`gold_hops`,
+  :func:`recall_by_hop`), where GAREN lost each relevant document (:func:`gold_group_status`, paper Appendix C.3),
+  and how well the navigator ranked the groups holding them (:func:`navigator_quality`).
+* budget curves and plots.
 
 matplotlib is imported inside the plotting functions only.
 """
 from __future__ import annotations
 
+import hashlib
+import math
 from collections import deque
-from typing import Dict, Iterable, List, Optional, Sequence
+from statistics import NormalDist
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
+import pyterrier as pt
 
-__all__ = ['doc_hops', 'group_hops', 'gold_hops', 'recall_by_hop', 'gold_group_diagnostics', 'budget_curve',
+__all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise', 'doc_hops', 'group_hops', 'gold_hops',
+           'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'navigator_quality', 'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop']
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# simulated scorers of controlled strength
+
+_NORMAL = NormalDist()
+
+
+def stable_noise(qid: Any, key: Any, sigma: float, seed: int) -> float:
+    """A standard-normal draw fixed by ``(qid, key, sigma, seed)``, times ``sigma``.
+
+    The draw comes from a BLAKE2b digest of the four values (mapped to a uniform number in (0, 1), then through the
+    normal inverse CDF), so it is the same in every run, process and batch; Python's salted ``hash`` is not used.
+    """
+    if sigma == 0:
+        return 0.0
+    text = '\x1f'.join((str(qid), str(key), repr(float(sigma)), str(int(seed))))
+    digest = hashlib.blake2b(text.encode('utf8'), digest_size=8).digest()
+    uniform = ((int.from_bytes(digest, 'big') >> 11) + 0.5) / 2 ** 53
+    return float(sigma) * _NORMAL.inv_cdf(uniform)
+
+
+def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple[str, str], float]:
+    missing = [c for c in ('qid', 'docno', 'label') if c not in getattr(qrels, 'columns', ())]
+    if missing:
+        raise ValueError(f'{context}: qrels must be a DataFrame with qid, docno and label columns; missing {missing} '
+                         '(e.g. pass dataset.get_qrels())')
+    labels = np.clip(qrels['label'].to_numpy(dtype=float), 0, None)  # negative codes (-1, -100 excluded) count as 0
+    if binary:
+        labels = (labels > 0).astype(float)
+    return dict(zip(zip(qrels['qid'].astype(str), qrels['docno'].astype(str)), labels.tolist()))
+
+
+def _check_noise(noise: float, seed: int, context: str) -> None:
+    if not isinstance(noise, (int, float, np.integer, np.floating)) or not math.isfinite(noise) or noise < 0:
+        raise ValueError(f'{context}: noise (sigma) must be a finite number >= 0, got {noise!r}')
+    if not isinstance(seed, (int, np.integer)):
+        raise ValueError(f'{context}: seed must be an integer, got {seed!r}')
+
+
+def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
+    out = inp.assign(score=np.asarray(scores, dtype=np.float64))
+    return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))
+
+
+class SimulatedReranker(pt.Transformer):
+    """ANALYSIS INSTRUMENT, not a retrieval model: a pointwise scorer of controlled strength that reads the qrels.
+
+    ``score(q, d) = label(q, d) + sigma * z(q, d)``, with ``label`` the judged grade (0 when unjudged; negative codes
+    count as 0) and ``z`` a standard-normal draw fixed by ``(qid, docno, sigma, seed)`` (:func:`stable_noise`): the
+    same document always gets the same score, whatever run, process or batch it is scored in. ``noise=0`` orders
+    documents exactly by their labels; a larger ``noise`` gives a weaker reranker. Use it wherever a reranker goes
+    (GAREN, GAR, SlideGAR, RGS, re-ranking) to measure a method as a function of reranker strength.
+
+    Required input columns: ``['qid', 'docno']``. Output: the input rows with ``score`` and ``rank``.
+    """
+
+    def __init__(self, qrels: pd.DataFrame, *, noise: float = 0.0, seed: int = 0, binary: bool = False):
+        """
+        Args:
+            qrels: relevance judgements, ``qid, docno, label``.
+            noise: standard deviation ``sigma`` of the Gaussian noise added to the label.
+            seed: noise seed; another seed gives another (equally strong) reranker.
+            binary: use ``label > 0`` as the label (e.g. for collections whose codes are not graded gains).
+
+        Raises:
+            ValueError: on qrels without ``qid, docno, label`` or a negative/non-finite ``noise``.
+        """
+        _check_noise(noise, seed, 'SimulatedReranker')
+        self.qrels = qrels
+        self.noise = noise
+        self.seed = seed
+        self.binary = binary
+        self._labels = _label_lookup(qrels, binary, 'SimulatedReranker')
+
+    def __repr__(self):
+        extra = ', binary=True' if self.binary else ''
+        return f'SimulatedReranker(<{len(self.qrels)} qrels>, noise={self.noise!r}, seed={self.seed!r}{extra})'
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """Score every ``(qid, docno)`` row."""
+        pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
+        labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
+        scores = [labels.get((q, d), 0.0) + stable_noise(q, d, sigma, seed)
+                  for q, d in zip(inp['qid'].astype(str), inp['docno'].astype(str))]
+        return _scored(inp, scores)
+
+
+class SimulatedNavigator(pt.Transformer):
+    """ANALYSIS INSTRUMENT, not a retrieval model: a group-level navigator of controlled strength that reads the qrels.
+
+    ``score(q, g) = agg(label(q, d) for d in members(g)) + sigma * z(q, g)`` with ``agg`` the ``max`` or ``mean``
+    member label (0 for unjudged members) and ``z`` a fixed standard-normal draw per ``(qid, group, sigma, seed)``
+    (independent of :class:`SimulatedReranker`'s draws). It takes GAREN's navigator rows (``docno`` = the group id).
+
+    Required input columns: ``['qid', 'docno']``. Output: the input rows with ``score`` and ``rank``.
+    """
+
+    def __init__(self, qrels: pd.DataFrame, groups: Any, *, noise: float = 0.0, seed: int = 0,
+                 aggregate: str = 'max', binary: bool = False):
+        """
+        Args:
+            qrels: relevance judgements, ``qid, docno, label``.
+            groups: the group graph (``group_members(gid)``), e.g. a :class:`~pyterrier_garen.GroupCorpusGraph`.
+            noise: standard deviation ``sigma`` of the noise.
+            seed: noise seed.
+            aggregate: ``'max'`` (best member label) or ``'mean'`` (share-weighted relevance of the group).
+            binary: use ``label > 0`` as the label.
+
+        Raises:
+            ValueError: on bad qrels, noise or ``aggregate``.
+        """
+        _check_noise(noise, seed, 'SimulatedNavigator')
+        if aggregate not in ('max', 'mean'):
+            raise ValueError(f"SimulatedNavigator: aggregate must be 'max' or 'mean', got {aggregate!r}")
+        self.qrels = qrels
+        self.groups = groups
+        self.noise = noise
+        self.seed = seed
+        self.aggregate = aggregate
+        self.binary = binary
+        self._labels = _label_lookup(qrels, binary, 'SimulatedNavigator')
+
+    def __repr__(self):
+        extra = ', binary=True' if self.binary else ''
+        return (f'SimulatedNavigator(<{len(self.qrels)} qrels>, {self.groups!r}, noise={self.noise!r}, '
+                f'seed={self.seed!r}, aggregate={self.aggregate!r}{extra})')
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """Score every ``(qid, group id)`` row."""
+        pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
+        labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
+        agg = max if self.aggregate == 'max' else (lambda xs: sum(xs) / len(xs))
+        scores = []
+        for q, g in zip(inp['qid'].astype(str), inp['docno'].astype(str)):
+            members = [str(m) for m in self.groups.group_members(int(g))]
+            value = agg([labels.get((q, m), 0.0) for m in members]) if members else 0.0
+            scores.append(value + stable_noise(q, f'group:{g}', sigma, seed))
+        return _scored(inp, scores)
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:
@@ -122,6 +274,101 @@ def gold_group_diagnostics(trace: Sequence[dict], groups, qrels: pd.DataFrame) -
         g = gold.get(qid, set())
         rows.append((qid, len(g), len(g & scored.get(qid, set())), len(g & chosen.get(qid, set()))))
     return pd.DataFrame(rows, columns=['qid', 'gold_groups', 'scored', 'selected'])
+
+
+def _gold_groups(groups, qrels: pd.DataFrame) -> Dict[str, set]:
+    relevant = qrels[qrels.label > 0]
+    return {str(qid): {g for g in groups.groups_of(list(df.docno.astype(str))).tolist() if g >= 0}
+            for qid, df in relevant.groupby('qid')}
+
+
+GOLD_STAGES = ('no group', 'not candidate', 'not scored', 'not selected', 'not observed', 'observed')
+
+
+def gold_group_status(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.DataFrame:
+    """Where GAREN found or lost each relevant document (paper Appendix C.3), from ``GAREN(..., trace=True)``.
+
+    For every relevant ``(qid, docno)`` of the traced queries: whether the document's group was ever a candidate
+    (a k-NN neighbour of a window document lies in it), scored by the navigator, selected for expansion, and
+    whether the document itself was observed (entered a window: it was re-ranked).
+
+    Args:
+        trace: ``GAREN(..., trace=True).last_trace`` (per query and iteration: ``qid``, ``window``,
+            ``candidates``, ``scored``, ``chosen_groups``).
+        groups: the GroupCorpusGraph.
+        qrels: ``qid, docno, label`` (``label > 0`` is relevant).
+
+    Returns:
+        ``qid, docno, group, candidate, scored, selected, observed, iteration, stage``: ``iteration`` is the first
+        iteration whose window held the document (0 if none); ``stage`` is ``'observed'`` or the furthest step
+        the document's group reached, named by what failed after it (one of :data:`GOLD_STAGES`: ``'not
+        candidate'``, ``'not scored'``, ``'not selected'`` when it was scored but never expanded, ``'not observed'``
+        when it was expanded but the document was not reached; a document observed straight from the first stage
+        counts as observed whatever its group's fate).
+    """
+    seen: Dict[str, Dict[str, set]] = {}
+    entered: Dict[Tuple[str, str], int] = {}
+    for step in trace:
+        qid = str(step['qid'])
+        record = seen.setdefault(qid, {'candidate': set(), 'scored': set(), 'selected': set()})
+        record['candidate'].update(int(g) for g in step.get('candidates', {}) or {})
+        record['scored'].update(int(g) for g in step.get('scored', {}) or {})
+        record['selected'].update(int(g) for g in step.get('chosen_groups', []) or [])
+        for docno in step.get('window', []):
+            entered.setdefault((qid, str(docno)), int(step.get('iteration', 0)))
+    relevant = qrels[qrels.label > 0]
+    relevant = relevant[relevant.qid.astype(str).isin(seen)]
+    qids, docnos = relevant.qid.astype(str).tolist(), relevant.docno.astype(str).tolist()
+    gids = groups.groups_of(docnos).tolist() if docnos else []
+    rows = []
+    for qid, docno, gid in zip(qids, docnos, gids):
+        record = seen[qid]
+        flags = [gid in record[k] for k in ('candidate', 'scored', 'selected')]
+        it = entered.get((qid, docno), 0)
+        candidate, scored, selected = flags
+        if it:
+            stage = 'observed'
+        elif gid < 0:
+            stage = 'no group'
+        elif selected:
+            stage = 'not observed'
+        elif scored:  # also groups the fill rule scored without their being candidates
+            stage = 'not selected'
+        else:
+            stage = 'not scored' if candidate else 'not candidate'
+        rows.append((qid, docno, int(gid), *flags, it > 0, it, stage))
+    return pd.DataFrame(rows, columns=['qid', 'docno', 'group', 'candidate', 'scored', 'selected', 'observed',
+                                       'iteration', 'stage'])
+
+
+def navigator_quality(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.DataFrame:
+    """How well the navigator ranked the groups holding relevant documents among all groups it scored, per query.
+
+    Args:
+        trace: ``GAREN(..., trace=True).last_trace`` (``qid``, ``scored``: ``{group: score}`` per iteration).
+        groups: the GroupCorpusGraph.
+        qrels: ``qid, docno, label``.
+
+    Returns:
+        ``qid, scored, gold_scored, auc, best_gold_rank``: groups scored, gold groups among them, the probability
+        that a gold group scored higher than a scored non-gold group (ties count half; NaN when either set is
+        empty) and the 1-based rank of the best gold group by navigator score (NaN when none was scored).
+    """
+    gold = _gold_groups(groups, qrels)
+    scores: Dict[str, Dict[int, float]] = {}
+    for step in trace:
+        scores.setdefault(str(step['qid']), {}).update((int(g), float(v)) for g, v in
+                                                        (step.get('scored', {}) or {}).items())
+    rows = []
+    for qid, scored in scores.items():
+        g = gold.get(qid, set())
+        pos = np.array([v for k, v in scored.items() if k in g], dtype=float)
+        neg = np.array([v for k, v in scored.items() if k not in g], dtype=float)
+        auc = float(((pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum())
+                    / (len(pos) * len(neg))) if len(pos) and len(neg) else math.nan
+        best = float(1 + (neg > pos.max()).sum()) if len(pos) else math.nan
+        rows.append((qid, len(scored), len(pos), auc, best))
+    return pd.DataFrame(rows, columns=['qid', 'scored', 'gold_scored', 'auc', 'best_gold_rank'])
 
 
 def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.DataFrame, qrels: pd.DataFrame,
