@@ -77,6 +77,16 @@ def _cmd_show(args) -> None:
         print(groups.summary(gid) or '(no summary)')
 
 
+def _cmd_tiny_model(args) -> None:
+    from ._tiny_model import build_tiny_model
+    texts = None
+    if args.dataset:
+        texts = [' '.join(filter(None, (d.get('title'), d.get('text'))))
+                 for d in _dataset(args.dataset).get_corpus_iter(verbose=False)]
+    path = build_tiny_model(args.out, scripted=args.scripted, script=args.script, texts=texts, seed=args.seed)
+    print(f'tiny model: {path}')
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog='python -m pyterrier_garen',
                                      description='Offline jobs of GAREN: vectors, corpus graphs, groups, summaries.')
@@ -131,6 +141,14 @@ def main(argv: Optional[List[str]] = None) -> None:
     p.add_argument('--group', type=int, action='append', help='a group id to show (repeatable)')
     p.add_argument('--limit', type=int, default=5)
     p.set_defaults(func=_cmd_show)
+
+    p = sub.add_parser('tiny-model', help='build a tiny random (or scripted) Qwen3 model to try the LLM path offline')
+    p.add_argument('--out', required=True, help='model folder (new or empty, or a previous tiny model)')
+    p.add_argument('--scripted', action='store_true', help='greedy decoding writes --script whatever the prompt')
+    p.add_argument('--script', default='[2] > [1]', help='the scripted answer (distinct " > "-separated parts)')
+    p.add_argument('--dataset', help='train the tokenizer on this collection\'s documents (' + data_help + ')')
+    p.add_argument('--seed', type=int, default=0)
+    p.set_defaults(func=_cmd_tiny_model)
 
     args = parser.parse_args(argv)
     try:
