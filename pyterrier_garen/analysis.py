@@ -6,6 +6,8 @@
 * reachability: hop distance of the relevant documents from the first stage (:func:`gold_hops`,
   :func:`recall_by_hop`), where GAREN lost each relevant document (:func:`gold_group_status`, paper Appendix C.3),
   and how well the navigator ranked the groups holding them (:func:`navigator_quality`).
+* the reranker-strength sweep (:func:`strength_sweep`, :func:`sweep_summary`, :func:`sweep_tests`,
+  :func:`plot_strength_sweep`; command line: ``examples/strength_sweep.py``).
 * budget curves and plots.
 
 matplotlib is imported inside the plotting functions only.
@@ -22,9 +24,13 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, partition_groups, plot_strength_sweep, strength_sweep,
+                     sweep_plot_file, sweep_summary, sweep_tests)
+
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise', 'doc_hops', 'group_hops', 'gold_hops',
            'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'navigator_quality', 'budget_curve',
-           'plot_budget_curve', 'plot_recall_by_hop']
+           'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
+           'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS']
 
 
 # ---------------------------------------------------------------------------------------------------------------------

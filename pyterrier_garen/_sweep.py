@@ -1,0 +1,267 @@
+"""Reranker strength as an experimental variable: every system over simulated rerankers of several strengths.
+
+The sweep runs the systems of :func:`~pyterrier_garen._compare.build_systems` with a
+:class:`~pyterrier_garen.analysis.SimulatedReranker` at each noise level ``sigma`` and noise seed, and with the
+MiniLM reranker, over Leiden partitions built with several seeds (GAREN's results move with the partition about as
+much as the effects measured, so every figure is reported over seeds). Public through
+:mod:`pyterrier_garen.analysis`; ``examples/strength_sweep.py`` is its command line.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+__all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'GROUP_SYSTEMS', 'strength_sweep', 'partition_groups', 'sweep_summary',
+           'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file']
+
+#: Systems of a sweep (those of ``build_systems`` that a reranker changes; GAREN+ is added when available).
+SWEEP_SYSTEMS = ('Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
+                 'GAREN-vote')
+#: Columns of the sweep table, one row per system x reranker x noise seed x partition seed.
+SWEEP_COLUMNS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'nDCG@10', 'R@100']
+MEASURES = ('nDCG@10', 'R@100')
+
+
+def _is_group_system(name: str) -> bool:
+    """Whether a system's output depends on the partition (the GAREN family); the others only use k-NN edges."""
+    return name.startswith('GAREN')
+
+
+GROUP_SYSTEMS = tuple(s for s in SWEEP_SYSTEMS if _is_group_system(s))
+
+
+def partition_groups(prepared, seed: int, *, summaries: bool = False, verbose: bool = False):
+    """The groups of ``prepared``'s k-NN graph partitioned with Leiden seed ``seed`` (built once in its workdir).
+
+    The seed :func:`~pyterrier_garen.prepare` used returns ``prepared.groups`` itself; another seed is written to
+    ``<workdir>/<groups folder>.seed<seed>`` and reused on later calls.
+
+    Args:
+        prepared: the result of :func:`~pyterrier_garen.prepare`.
+        seed: Leiden seed.
+        summaries: also write extractive summaries (needed by the summary navigator only).
+        verbose: progress bars.
+    """
+    from ._group_graph import GroupCorpusGraph
+    from ._summaries import ExtractiveSummarizer
+    groups = prepared.groups
+    partition = groups.meta.get('partition', {})
+    if int(partition.get('seed', -1)) == int(seed):
+        return groups
+    params = {k: partition[k] for k in ('max_group_size', 'resolution', 'randomness', 'backend') if k in partition}
+    path = Path(str(groups.path).rstrip('/') + f'.seed{int(seed)}')
+    out = GroupCorpusGraph.from_corpus_graph(prepared.graph, path, seed=int(seed), verbose=verbose, **params)
+    if summaries:
+        out.summarize(ExtractiveSummarizer(), prepared.dataset, batch_size=64, verbose=verbose)
+    return out
+
+
+def _evaluate(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str]) -> pd.DataFrame:
+    """Per-query nDCG@10 and R@100 of a run over ``qids`` (0 for a query the run holds nothing for)."""
+    import ir_measures
+    from ir_measures import R, nDCG
+    measures = {'nDCG@10': nDCG @ 10, 'R@100': R @ 100}
+    frame = pd.DataFrame({'query_id': run['qid'].astype(str), 'doc_id': run['docno'].astype(str),
+                          'score': run['score'].astype(float)})
+    judged = pd.DataFrame({'query_id': qrels['qid'].astype(str), 'doc_id': qrels['docno'].astype(str),
+                           'relevance': qrels['label'].astype(int)})
+    values = {(m.query_id, str(m.measure)): m.value
+              for m in ir_measures.iter_calc(list(measures.values()), judged, frame)}
+    return pd.DataFrame({'qid': list(qids), **{name: [values.get((q, str(measure)), 0.0) for q in qids]
+                                                for name, measure in measures.items()}})
+
+
+def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
+                   partition_seeds: Sequence[int] = (42, 43), minilm: bool = True,
+                   systems: Sequence[str] = SWEEP_SYSTEMS, budget: int = 100, num_queries: Optional[int] = None,
+                   navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
+                   variants: Optional[Dict[str, Dict[str, Any]]] = None,
+                   verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
+
+    All systems take the same BM25 top 1000 (computed once) and the same budget. The reranker is a
+    :class:`~pyterrier_garen.analysis.SimulatedReranker` over the evaluation qrels (``label + sigma * z``) for each
+    ``sigma`` and noise seed, and the MiniLM reranker of :func:`~pyterrier_garen._compare.cpu_components` (which
+    has no noise seed). GAREN's navigator is the real CPU navigator (``navigator``) of each partition. Systems that
+    do not use the groups (Rerank, GAR, SlideGAR, RGS: their graph is the k-NN graph, the same for every partition)
+    run once per reranker; their row is repeated for each partition seed.
+
+    Args:
+        prepared: the result of :func:`~pyterrier_garen.prepare` (its Leiden seed is one partition; others are
+            built with :func:`partition_groups`).
+        sigmas: noise levels.
+        noise_seeds: noise seeds of the simulated reranker.
+        partition_seeds: Leiden seeds.
+        minilm: also run the MiniLM reranker.
+        systems: names understood by ``build_systems``.
+        budget: documents reranked per query.
+        num_queries: only the first N queries (with judgements).
+        navigator: ``'centroid'``, ``'summary'`` or ``'vote'`` (see ``cpu_components``).
+        qrels: judgements for the simulated reranker and the evaluation; default the collection's evaluation qrels.
+        variants: extra GAREN configurations, ``{name: GAREN keyword arguments}`` (e.g.
+            ``{'GAREN-t2': {'tau_switch': 2}}``), run like the GAREN systems (same reranker, navigator, budget).
+        verbose: progress bars.
+
+    Returns:
+        ``(table, perquery)``: ``table`` has :data:`SWEEP_COLUMNS` (``reranker`` is ``'simulated'`` or
+        ``'MiniLM'``; ``sigma`` and ``noise_seed`` are NaN for MiniLM); ``perquery`` adds ``qid`` and holds every
+        query's values, for paired tests (:func:`sweep_tests`).
+    """
+    from ._compare import build_systems, evaluation_qrels
+    from ._cpu import CentroidNavigator, SummaryNavigator, VectorScorer
+    from ._garen import GAREN
+    from ._graphs import minilm_encoder
+    from ._navigators import VoteNavigator
+    from .analysis import SimulatedReranker
+    from .datasets import remove_excluded
+    dataset = prepared.dataset
+    stored = dataset.get_qrels()
+    qrels = evaluation_qrels(dataset) if qrels is None else qrels
+    topics = dataset.get_topics()
+    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
+    if num_queries:
+        topics = topics.head(num_queries)
+    qids = topics.qid.astype(str).tolist()
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    source = pt.Transformer.from_df(first)
+    excluded = (stored.label == -100).any()
+    encoder = minilm_encoder() if (minilm or navigator != 'vote') else None
+    partitions = {int(s): partition_groups(prepared, s, summaries=navigator == 'summary', verbose=verbose)
+                  for s in partition_seeds}
+
+    def make_navigator(groups):
+        if navigator == 'centroid':
+            return CentroidNavigator(groups, prepared.vectors, encoder)
+        if navigator == 'summary':
+            return SummaryNavigator(groups, encoder)
+        return VoteNavigator()
+    navigators = {s: make_navigator(g) for s, g in partitions.items()}
+    rerankers: List[Tuple[str, float, float, pt.Transformer]] = [
+        ('simulated', float(sigma), float(seed), SimulatedReranker(qrels, noise=float(sigma), seed=int(seed)))
+        for sigma in sigmas for seed in noise_seeds]
+    if minilm:
+        rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
+    frames = []
+    for kind, sigma, noise_seed, reranker in rerankers:
+        for i, (pseed, groups) in enumerate(partitions.items()):
+            names = [s for s in systems if _is_group_system(s) or i == 0]
+            if not names:
+                continue
+            pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
+                                      budget=budget, first_stage=source, systems=names)
+            for name, kwargs in (variants or {}).items():
+                pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=budget, **kwargs)
+            for name, pipeline in pipelines.items():
+                run = pipeline(topics)
+                if excluded:
+                    run = remove_excluded(run, stored)
+                values = _evaluate(run, qrels, qids)
+                seeds = [pseed] if _is_group_system(name) or name in (variants or {}) else list(partitions)
+                for seed in seeds:
+                    frames.append(values.assign(system=name, reranker=kind, sigma=sigma, noise_seed=noise_seed,
+                                                partition_seed=seed))
+                if verbose:
+                    pt.tqdm.write(f'{name} {kind} sigma={sigma} noise_seed={noise_seed} partition_seed={pseed}: '
+                                  + ', '.join(f'{m}={values[m].mean():.4f}' for m in MEASURES))
+    perquery = pd.concat(frames, ignore_index=True)[SWEEP_COLUMNS[:5] + ['qid', *MEASURES]]
+    table = (perquery.groupby(SWEEP_COLUMNS[:5], sort=False, dropna=False)[list(MEASURES)].mean().reset_index())
+    return table[SWEEP_COLUMNS], perquery
+
+
+def _config_key(frame: pd.DataFrame) -> pd.Series:
+    return np.where(frame.reranker == 'MiniLM', 'MiniLM', 'sigma=' + frame.sigma.map('{:g}'.format))
+
+
+def sweep_summary(table: pd.DataFrame, measure: str = 'nDCG@10') -> pd.DataFrame:
+    """Mean with min-max over seeds, one row per system, one column per reranker (``sigma=...`` / ``MiniLM``)."""
+    frame = table.assign(config=_config_key(table))
+    stats = frame.groupby(['system', 'config'], sort=False)[measure].agg(['mean', 'min', 'max'])
+    cells = stats.apply(lambda r: f"{r['mean']:.4f} ({r['min']:.3f}-{r['max']:.3f})", axis=1)
+    out = cells.unstack('config')
+    order = sorted((c for c in out.columns if c != 'MiniLM'), key=lambda c: float(c.split('=')[1]))
+    out = out[order + (['MiniLM'] if 'MiniLM' in out.columns else [])]
+    return out.reindex(list(dict.fromkeys(frame.system)))
+
+
+def sweep_tests(perquery: pd.DataFrame, baseline: str = 'GAREN') -> pd.DataFrame:
+    """Paired t-tests of every system against ``baseline`` at each reranker strength.
+
+    Each query's value is first averaged over the noise and partition seeds of a (system, reranker, sigma), so the
+    test is over queries and the seeds' spread does not count as extra samples.
+
+    Returns:
+        ``reranker, sigma, system, measure, mean, baseline_mean, delta, wins, losses, p_value`` (NaN for the
+        baseline itself).
+    """
+    from scipy.stats import ttest_rel
+    frame = perquery.assign(config=_config_key(perquery))
+    rows = []
+    for (config, system), df in frame.groupby(['config', 'system'], sort=False):
+        base = frame[(frame.config == config) & (frame.system == baseline)]
+        if base.empty:
+            continue
+        sigma = df.sigma.iloc[0]
+        for measure in MEASURES:
+            ours = df.groupby('qid')[measure].mean()
+            theirs = base.groupby('qid')[measure].mean().reindex(ours.index)
+            diff = ours - theirs
+            p_value = math.nan
+            if system != baseline and diff.abs().sum() > 0:
+                p_value = float(ttest_rel(ours, theirs).pvalue)
+            rows.append((df.reranker.iloc[0], sigma, system, measure, ours.mean(), theirs.mean(), diff.mean(),
+                         int((diff > 0).sum()), int((diff < 0).sum()), p_value))
+    return pd.DataFrame(rows, columns=['reranker', 'sigma', 'system', 'measure', 'mean', 'baseline_mean', 'delta',
+                                       'wins', 'losses', 'p_value'])
+
+
+def plot_strength_sweep(table: pd.DataFrame, measure: str = 'nDCG@10', *, systems: Optional[Sequence[str]] = None,
+                        ax=None):
+    """A measure against the noise ``sigma`` per system (mean over seeds, min-max band); MiniLM at the right.
+
+    The x axis is categorical (the sigmas in order, then ``MiniLM``), so MiniLM's point is not placed on the
+    noise scale; it is drawn unconnected with a min-max error bar.
+    """
+    import matplotlib.pyplot as plt
+    ax = ax or plt.subplots(figsize=(6, 4))[1]
+    sims = table[table.reranker != 'MiniLM']
+    sigmas = sorted(sims.sigma.dropna().unique())
+    has_minilm = (table.reranker == 'MiniLM').any()
+    for name in systems or list(dict.fromkeys(table.system)):
+        df = sims[sims.system == name].groupby('sigma')[measure].agg(['mean', 'min', 'max']).reindex(sigmas)
+        x = np.arange(len(sigmas))
+        line, = ax.plot(x, df['mean'], marker='o', label=name)
+        ax.fill_between(x, df['min'], df['max'], color=line.get_color(), alpha=0.15)
+        if has_minilm:
+            m = table[(table.reranker == 'MiniLM') & (table.system == name)][measure]
+            if len(m):
+                ax.errorbar([len(sigmas)], [m.mean()], yerr=[[m.mean() - m.min()], [m.max() - m.mean()]],
+                            color=line.get_color(), marker='s', capsize=3)
+    labels = [f'{s:g}' for s in sigmas] + (['MiniLM'] if has_minilm else [])
+    ax.set_xticks(np.arange(len(labels)))
+    ax.set_xticklabels(labels)
+    ax.set_xlabel('simulated reranker noise sigma (weaker to the right)')
+    ax.set_ylabel(measure)
+    ax.legend(fontsize=7, ncol=2)
+    return ax
+
+
+def sweep_plot_file(table: pd.DataFrame, path: Union[str, Path], *, title: str = '') -> None:
+    """Both measures side by side, written to ``path`` (PNG)."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for ax, measure in zip(axes, MEASURES):
+        plot_strength_sweep(table, measure, ax=ax)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
