@@ -48,8 +48,7 @@ def partition_groups(prepared, seed: int, *, summaries: bool = False, verbose: b
         summaries: also write extractive summaries (needed by the summary navigator only).
         verbose: progress bars.
     """
-    from ._group_graph import GroupCorpusGraph
-    from ._summaries import ExtractiveSummarizer
+    from . import ExtractiveSummarizer, GroupCorpusGraph
     groups = prepared.groups
     partition = groups.meta.get('partition', {})
     if int(partition.get('seed', -1)) == int(seed):
@@ -113,11 +112,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         ``'MiniLM'``; ``sigma`` and ``noise_seed`` are NaN for MiniLM); ``perquery`` adds ``qid`` and holds every
         query's values, for paired tests (:func:`sweep_tests`).
     """
+    # public names (resolved lazily by the package), so that module moves inside the package do not matter here
+    from . import GAREN, CentroidNavigator, SummaryNavigator, VectorScorer, VoteNavigator, minilm_encoder
     from ._compare import build_systems, evaluation_qrels
-    from ._cpu import CentroidNavigator, SummaryNavigator, VectorScorer
-    from ._garen import GAREN
-    from ._graphs import minilm_encoder
-    from ._navigators import VoteNavigator
     from .analysis import SimulatedReranker
     from .datasets import remove_excluded
     dataset = prepared.dataset
