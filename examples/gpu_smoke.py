@@ -62,7 +62,7 @@ def main(argv=None):
                                        gpu_memory_utilization=0.45)
     navigator_engine = garen.VLLMEngine(args.navigator_model, max_model_len=args.max_model_len,
                                         gpu_memory_utilization=0.3)
-    summarizer = reranker_engine.summarizer(max_doc_tokens=256, max_tokens=1024)
+    summarizer = garen.LLMSummarizer(reranker_engine, max_doc_tokens=256, max_tokens=1024)
 
     start = time.perf_counter()
     prepared = garen.prepare(dataset, Path(args.workdir) / dataset.name, graph='bm25', vectors=False,

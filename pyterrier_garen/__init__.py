@@ -7,40 +7,48 @@ import importlib as _importlib
 _EXPORTS = {
     # collections (datasets.py)
     'LocalDataset': '.datasets',
+    'load_dataset': '.datasets',
     'remove_excluded': '.datasets',
     'RemoveExcluded': '.datasets',
     'data_dir': '.datasets',
-    # corpus graphs and encoders (_graphs.py)
+    # corpus graphs, BM25 and encoders (_graphs.py)
     'dense_corpus_graph': '._graphs',
     'bm25_corpus_graph': '._graphs',
+    'bm25_index': '._graphs',
     'minilm_encoder': '._graphs',
     'encode_corpus': '._graphs',
-    # groups (_partition.py, _group_graph.py, _summaries.py)
+    'load_corpus_graph': '._graphs',
+    # groups: partition, artifact, builder, summaries (_partition.py, _group_graph.py, _summaries.py)
     'leiden_partition': '._partition',
     'GroupCorpusGraph': '._group_graph',
-    'ExtractiveSummarizer': '._summaries',
     'ArtifactError': '._group_graph',
-    'prepare': '._prepare',
-    'load_corpus_graph': '._graphs',
-    'write_docnos': '._graphs',
-    'check_docnos': '._graphs',
     'Summarizer': '._summaries',
-    # online (_garen.py, _navigators.py, _baselines.py, _cpu.py)
+    'ExtractiveSummarizer': '._summaries',
+    # the offline pipeline and the main job (_prepare.py, _compare.py)
+    'prepare': '._prepare',
+    'compare': '._compare',
+    'cpu_components': '._compare',
+    'build_systems': '._compare',
+    'SYSTEMS': '._compare',
+    # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',
-    'VoteNavigator': '._navigators',
-    'CentroidNavigator': '._cpu',
-    'SummaryNavigator': '._cpu',
+    'Strategy': '._garen',
     'SlidingWindowReranker': '._baselines',
     'SlideGAR': '._baselines',
     'RGS': '._baselines',
     'DocGAREN': '._baselines',
-    'VectorScorer': '._cpu',
-    # LLM components (_llm.py, _rerankers.py, _llm_summarizer.py)
+    # navigators and rerankers (_navigators.py, _rerankers.py)
+    'VoteNavigator': '._navigators',
+    'CentroidNavigator': '._navigators',
+    'SummaryNavigator': '._navigators',
+    'YesNoScorer': '._navigators',
+    'VectorScorer': '._rerankers',
+    'ListwiseReranker': '._rerankers',
+    'parse_ranking': '._rerankers',
+    # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
+    'Engine': '._llm',
     'VLLMEngine': '._llm',
     'OpenAIEngine': '._llm',
-    'ListwiseReranker': '._rerankers',
-    'YesNoScorer': '._rerankers',
-    'parse_ranking': '._rerankers',
     'LLMSummarizer': '._llm_summarizer',
 }
 

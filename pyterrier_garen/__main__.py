@@ -44,11 +44,11 @@ def _summarizer(args):
     if args.summarizer == 'extractive':
         from ._summaries import ExtractiveSummarizer
         return ExtractiveSummarizer()
-    from . import OpenAIEngine, VLLMEngine
+    from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
         raise SystemExit('--summarizer llm needs --model (and --base-url for a server)')
     engine = OpenAIEngine(args.base_url, args.model) if args.base_url else VLLMEngine(args.model)
-    return engine.summarizer()
+    return LLMSummarizer(engine)
 
 
 def _cmd_summarize(args) -> None:

@@ -22,9 +22,9 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
         navigator: ``'centroid'`` (query vs. mean member vector; best recall on the reference runs), ``'summary'``
             (query vs. the extractive summary's vector) or ``'vote'`` (the paper's connectivity heuristic).
     """
-    from ._cpu import CentroidNavigator, SummaryNavigator, VectorScorer
     from ._graphs import minilm_encoder
-    from ._navigators import VoteNavigator
+    from ._navigators import CentroidNavigator, SummaryNavigator, VoteNavigator
+    from ._rerankers import VectorScorer
     if navigator not in NAVIGATORS:
         raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
     encoder = minilm_encoder()

@@ -1,34 +1,27 @@
 """GAREN: group-aware adaptive re-ranking (paper Algorithm 1, Section 4.3, Appendix E).
 
-The per-query search is written as a coroutine that reads like Algorithm 1: it ``yield``s a window to re-rank
-(or rows for the navigator to score) and receives the answer. :func:`run_batched` drives the coroutines of all
-queries in lock-step, so each step makes ONE model call covering every active query. The baselines
-(``_baselines.py``) reuse the same driver.
+This module holds the pure steps of the algorithm (iterations, votes, the navigator budget, expansion, propagation),
+the window loop of Algorithm 1 written as a per-query coroutine (:func:`window_loop`), and the :class:`GAREN`
+transformer. Batching across queries is the search driver's job (:mod:`pyterrier_garen._driver`).
 """
 from __future__ import annotations
 
-import inspect
 import math
-import warnings
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
-import pandas as pd
 import pyterrier as pt
 
-__all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate', 'run_batched']
+from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
+from ._params import check_positive
 
-RERANK = 'rerank'
-NAVIGATE = 'navigate'
+__all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
+           'by_last_placement', 'window_loop']
+
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
-RESULT_COLUMNS = ['qid', 'query', 'docno', 'score', 'rank']
-STATS_COLUMNS = ['qid', 'docs_reranked', 'groups_scored', 'reranker_calls', 'navigator_calls', 'iterations']
-
-Request = Tuple[str, Any]  # (RERANK, docnos) or (NAVIGATE, {column: values})
-Search = Generator[Request, Any, Any]
+Expand = Callable[[QueryState, int, List[str], int], Search]
 
 
 class Strategy(str, Enum):
@@ -159,288 +152,52 @@ def by_last_placement(observed: Iterable[str], last: Dict[str, Tuple[int, int]])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# batching across queries
+# the window loop of Algorithm 1
 
-def run_batched(searches: Dict[Tuple[Any, str], Search], handlers: Dict[str, Callable[[list], list]], *,
-                desc: str = 'searching', verbose: bool = False) -> Dict[Tuple[Any, str], Any]:
-    """Drive per-query search coroutines in lock-step, one model call per step for all of them.
+def check_window(window: int, keep: int, budget: int) -> None:
+    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
+    check_positive(window=window, keep=keep, budget=budget)
+    if keep >= window:
+        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
+                         f'enter the window; e.g. keep={window // 2}')
 
-    Args:
-        searches: ``{(qid, query): coroutine}``; each coroutine yields ``(kind, payload)`` requests, receives the
-            answer and finally returns its result.
-        handlers: ``{kind: handler}``; a handler gets ``[(qid, query, payload), ...]`` and returns the answers in
-            the same order. When several kinds are pending, the first kind in ``handlers`` is served first (the
-            others wait), which keeps the queries in the same iteration.
-        desc: progress-bar label.
-        verbose: show a progress bar over queries.
 
-    Returns:
-        ``{(qid, query): result}``.
+def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, budget: int) -> Search:
+    """Algorithm 1's window loop for one query; returns the last re-ranked window ``W~_T``.
+
+    ``W_1`` is the first-stage top ``w`` (at most ``c``). Each iteration re-ranks ``W_t``, then, until ``T``
+    iterations are done or the budget is spent, ``expand(state, t, W_t, n)`` (a coroutine that may ask the navigator)
+    returns the expansion ``X_t`` of at most ``n = min(w - h, c - observed)`` documents, and
+    ``W_{t+1} = W~_t[:h] + X_t``. An empty expansion stops the search early: the same documents are never re-ranked
+    again to fill the budget. Yields an :data:`EVENT` per iteration (``iteration, window, reranked``, then
+    ``expansion``) for the trace.
     """
-    results: Dict[Tuple[Any, str], Any] = {}
-    pending: Dict[Tuple[Any, str], Request] = {}
-    pbar = pt.tqdm(total=len(searches), desc=desc, unit='query') if verbose else None
-
-    def advance(key, answer):
-        try:
-            pending[key] = searches[key].send(answer)
-        except StopIteration as stop:
-            pending.pop(key, None)
-            results[key] = stop.value
-            if pbar is not None:
-                pbar.update()
-    for key in searches:
-        advance(key, None)
-    while pending:
-        kind = next(k for k in handlers if any(req[0] == k for req in pending.values()))
-        keys = [key for key, req in pending.items() if req[0] == kind]
-        answers = handlers[kind]([(*key, pending[key][1]) for key in keys])
-        for key, answer in zip(keys, answers):
-            advance(key, answer)
-    if pbar is not None:
-        pbar.close()
-    return results
-
-
-def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
-    """One call of ``model`` over the rows of all requests; the returned ``score`` of each request row."""
-    lengths = [len(payload['docno']) for _, _, payload in requests]
-    frame = pd.DataFrame({
-        'qid': np.repeat([qid for qid, _, _ in requests], lengths),
-        'query': np.repeat([query for _, query, _ in requests], lengths),
-        **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
-                                for _, _, payload in requests]) for col in requests[0][2]},
-    })
-    out = model(frame)
-    if 'score' not in out.columns or 'docno' not in out.columns:
-        raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
-    returned = pd.Series(out['score'].to_numpy(dtype=float),
-                         index=pd.MultiIndex.from_arrays([out['qid'], out['docno'].astype(str)]))
-    scores = returned[~returned.index.duplicated()].reindex(pd.MultiIndex.from_arrays([frame.qid, frame.docno]))
-    missing = scores.isna().to_numpy()
-    if missing.any():
-        qids = sorted({str(q) for q in frame.qid[missing]})
-        warnings.warn(f'the {role} {model!r} returned no score for {missing.sum()} rows (qids {qids[:5]}); '
-                      'they are ranked last', stacklevel=3)
-    return np.split(np.nan_to_num(scores.to_numpy(), nan=-np.inf), np.cumsum(lengths)[:-1])
-
-
-def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[List[str]]]:
-    """Handler of :data:`RERANK` requests: orders each window by descending reranker score, ties by window order.
-
-    The reranker receives ``qid, query, docno, score, rank`` rows, where ``score``/``rank`` give the current window
-    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself.
-    """
-    def handle(requests):
-        requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
-                                  'rank': np.arange(len(docs))}) for qid, query, docs in requests]
-        scores = _call(reranker, requests, 'reranker')
-        return [[payload['docno'][i] for i in np.lexsort((np.arange(len(s)), -s))]
-                for (_, _, payload), s in zip(requests, scores)]
-    return handle
-
-
-def score_handler(navigator: pt.Transformer) -> Callable[[list], List[np.ndarray]]:
-    """Handler of :data:`NAVIGATE` requests: the navigator's score of every row (``-inf`` when it returns none)."""
-    return lambda requests: _call(navigator, requests, 'navigator')
+    horizon = num_iterations(budget, window, keep)
+    current = state.r0[:min(window, budget)]
+    reranked: List[str] = []
+    t = 0
+    while current:
+        t += 1
+        for docno in current:
+            state.observed.setdefault(docno, t)
+        reranked = yield RERANK, current
+        state.last.update((d, (t, i)) for i, d in enumerate(reranked))
+        yield EVENT, {'iteration': t, 'window': current, 'reranked': reranked}
+        n = min(window - keep, budget - len(state.observed))
+        if t >= horizon or n <= 0:
+            break
+        expansion = yield from expand(state, t, current, n)
+        yield EVENT, {'iteration': t, 'expansion': expansion}
+        if not expansion:
+            break
+        current = reranked[:keep] + expansion
+    return reranked
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# transformer plumbing shared by GAREN and the baselines
+# the transformer
 
-def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> List[Tuple[Any, str, List[str]]]:
-    """``[(qid, query, R_0)]`` with ``R_0`` the docnos by ``rank`` (else descending ``score``, else input order).
-
-    Duplicate docnos of a query keep their first occurrence in that order, with a warning.
-    """
-    pt.validate.result_frame(inp, extra_columns=['query'], context=context)
-    order = [c for c in ('rank', 'score') if c in inp.columns][:1]
-    frame = inp.sort_values(order, ascending='rank' in order, kind='stable') if order else inp
-    frame = frame.assign(docno=frame['docno'].astype(str))
-    duplicated = frame.duplicated(['qid', 'docno']).to_numpy()
-    if duplicated.any():
-        warnings.warn(f'{context!r}: dropped {duplicated.sum()} duplicate docnos (kept the first occurrence of each '
-                      f'per query)', stacklevel=3)
-        frame = frame[~duplicated]
-    return [(qid, group['query'].iloc[0], group['docno'].tolist()) for qid, group in frame.groupby('qid', sort=False)]
-
-
-def ranking_frame(rankings: List[Tuple[Any, str, List[str], Dict[str, Sequence]]],
-                  columns: Sequence[str] = ()) -> pd.DataFrame:
-    """Result frame of ``[(qid, query, docnos, {column: values})]``, score strictly decreasing with rank."""
-    lengths = [len(docnos) for _, _, docnos, _ in rankings]
-    ranks = np.concatenate([np.arange(n) for n in lengths]) if rankings else np.zeros(0, dtype=int)
-    frame = pd.DataFrame({
-        'qid': np.repeat([r[0] for r in rankings], lengths).astype(object),
-        'query': np.repeat([r[1] for r in rankings], lengths).astype(object),
-        'docno': np.concatenate([np.asarray(r[2], dtype=object) for r in rankings]) if rankings else [],
-        'score': np.repeat(np.asarray(lengths, dtype=float), lengths) - ranks,
-        'rank': ranks,
-    }, columns=RESULT_COLUMNS)
-    for col in columns:
-        frame[col] = np.concatenate([np.asarray(r[3][col], dtype=int) for r in rankings]) if rankings else []
-        frame[col] = frame[col].astype(int)
-    return frame
-
-
-def rebuild_repr(obj: Any) -> str:
-    """``Class(positional args, keyword=value...)`` of the ``__init__`` arguments, keywords only when not default."""
-    args = []
-    for name, param in inspect.signature(type(obj).__init__).parameters.items():
-        if name == 'self':
-            continue
-        value = getattr(obj, name)
-        if param.kind == param.KEYWORD_ONLY:
-            if value is not param.default and value != param.default:
-                args.append(f'{name}={value!r}')
-        else:
-            args.append(repr(value))
-    return f'{type(obj).__name__}({", ".join(args)})'
-
-
-def neighbour_lookup(graph: Any) -> Callable[[str], List[str]]:
-    """Cached ``N_k(d)`` of a graph with ``neighbours(docno)``: docnos as ``str``, without ``d``, ``[]`` if unknown."""
-    cache: Dict[str, List[str]] = {}
-
-    def neighbours(docno: str) -> List[str]:
-        if docno not in cache:
-            try:
-                found = graph.neighbours(docno)
-            except (LookupError, ValueError):  # pyterrier-adaptive graphs raise on docnos they do not hold
-                found = ()
-            cache[docno] = list(dict.fromkeys(str(n) for n in found if str(n) != docno))
-        return cache[docno]
-    return neighbours
-
-
-def check_positive(**values: int) -> None:
-    """Raise ``ValueError`` for any non-positive integer parameter."""
-    for name, value in values.items():
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f'{name} must be a positive integer, got {value!r}')
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# the GAREN loop
-
-@dataclass
-class QueryState:
-    """What one query's search knows: ``R_0``, the observed documents and the navigator cache ``Pi_q``."""
-    r0: List[str]
-    neighbours: Callable[[str], List[str]]
-    rank0: Dict[str, int] = field(init=False)
-    observed: Dict[str, int] = field(default_factory=dict)  # docno -> iteration it first entered a window
-    last: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # docno -> (iteration, position) last re-ranked
-    cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
-    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
-    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
-    trace: List[Dict[str, Any]] = field(default_factory=list)
-    reranker_calls: int = 0
-    navigator_calls: int = 0
-
-    def __post_init__(self):
-        self.rank0 = {d: i for i, d in enumerate(self.r0)}
-
-    def unobserved_r0(self) -> Iterable[str]:
-        return (d for d in self.r0 if d not in self.observed)
-
-    def navigate(self, payload: Dict[str, list]) -> Generator[Request, Any, Dict[Any, float]]:
-        """Score the payload rows with the navigator (one request), cache and return ``{key: score}``.
-
-        ``payload['key']`` names the cache entry of each row; the other columns go to the navigator.
-        """
-        keys = payload.pop('key')
-        if not keys:
-            return {}
-        self.navigator_calls += 1
-        scores = yield NAVIGATE, payload
-        new = dict(zip(keys, map(float, scores)))
-        self.cache.update(new)
-        return new
-
-    def backfill(self, chosen: List[str], n: int) -> List[str]:
-        """Complete ``chosen`` to ``n`` documents with unobserved documents of ``R_0`` in rank order."""
-        picked = set(chosen)
-        extra = (d for d in self.unobserved_r0() if d not in picked)
-        return chosen + [d for _, d in zip(range(n - len(chosen)), extra)]
-
-
-class _WindowSearch(pt.Transformer):
-    """The window loop of Algorithm 1, batched across queries; subclasses define the expansion step."""
-    window: int
-    keep: int
-    budget: int
-    trace: bool
-    verbose: bool
-    reranker: pt.Transformer
-    navigator: pt.Transformer
-    extra_columns: Tuple[str, ...] = ('iteration',)
-
-    def _validate(self):
-        check_positive(window=self.window, keep=self.keep, budget=self.budget)
-        if self.keep >= self.window:
-            raise ValueError(f'keep (h={self.keep}) must be smaller than window (w={self.window}), otherwise no new '
-                             f'document can enter the window; e.g. keep={self.window // 2}')
-
-    def __repr__(self):
-        return rebuild_repr(self)
-
-    def _graph(self) -> Any:
-        raise NotImplementedError
-
-    def _expand(self, state: QueryState, t: int, window: List[str], n: int, step: Dict[str, Any]) -> Search:
-        """Yield navigator requests, then return the expansion documents ``X_t`` (at most ``n``)."""
-        raise NotImplementedError
-
-    def _final(self, state: QueryState, reranked: List[str]) -> List[str]:
-        return by_last_placement(state.observed, state.last)
-
-    def _columns(self, state: QueryState, ranking: List[str]) -> Dict[str, list]:
-        return {'iteration': [state.observed[d] for d in ranking]}
-
-    def _search(self, state: QueryState) -> Search:
-        """Algorithm 1 for one query; returns the final ranking of the observed documents."""
-        w, h, c = self.window, self.keep, self.budget
-        horizon = num_iterations(c, w, h)
-        window = state.r0[:min(w, c)]
-        t = 0
-        while window:
-            t += 1
-            for docno in window:
-                state.observed.setdefault(docno, t)
-            state.reranker_calls += 1
-            reranked = yield RERANK, window
-            state.last.update((d, (t, i)) for i, d in enumerate(reranked))
-            step: Dict[str, Any] = {'iteration': t, 'window': list(window), 'reranked': list(reranked)}
-            if self.trace:
-                state.trace.append(step)
-            n = min(w - h, c - len(state.observed))
-            if t >= horizon or n <= 0:
-                break
-            expansion = yield from self._expand(state, t, window, n, step)
-            step['expansion'] = expansion
-            if not expansion:  # nothing new can enter the window: stop early, never re-rank the same docs again
-                break
-            window = reranked[:h] + expansion
-        return self._final(state, reranked) if t else []
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        """Run the search for every query of ``inp`` (a first-stage result frame)."""
-        queries = first_stage(inp, context=self)
-        neighbours = neighbour_lookup(self._graph())
-        states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
-        rankings = run_batched({key: self._search(s) for key, s in states.items()},
-                               {NAVIGATE: score_handler(self.navigator), RERANK: rerank_handler(self.reranker)},
-                               desc=type(self).__name__, verbose=self.verbose)
-        self.last_stats = pd.DataFrame([(qid, len(s.observed), len(s.cache), s.reranker_calls, s.navigator_calls,
-                                         max((t for t, _ in s.last.values()), default=0))
-                                        for (qid, _), s in states.items()], columns=STATS_COLUMNS)
-        self.last_trace = [{'qid': key[0], **step} for key, s in states.items() for step in s.trace]
-        return ranking_frame([(*key, rankings[key], self._columns(states[key], rankings[key])) for key in states],
-                             self.extra_columns)
-
-
-class GAREN(_WindowSearch):
+class GAREN(WindowSearch):
     """Group-Aware Adaptive Retrieval for Evidence Navigation (GAREN).
 
     Required input columns: ``['qid', 'query', 'docno']`` plus ``rank`` or ``score`` (the first-stage ranking
@@ -481,8 +238,6 @@ class GAREN(_WindowSearch):
     iteration (``qid, iteration, window, reranked, mode, candidates, scored, eligible, chosen_groups, expansion,
     backfill``).
     """
-    extra_columns = ('iteration', 'group')
-
     def __init__(self,
                  reranker: pt.Transformer,
                  groups: Any,
@@ -535,9 +290,11 @@ class GAREN(_WindowSearch):
         self.alpha = alpha
         self.trace = trace
         self.verbose = verbose
-        self._validate()
-        if not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
+        check_window(window, keep, budget)
+        if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
             raise ValueError(f'group_budget (K_g) must be a non-negative integer, got {group_budget!r}')
+
+    columns = ('iteration', 'group')
 
     def _graph(self):
         return self.groups
@@ -545,7 +302,16 @@ class GAREN(_WindowSearch):
     def _explores(self, t: int) -> bool:
         return self.strategy == Strategy.EXPLORE or (self.strategy == Strategy.EXPLORE_EXPLOIT and t <= self.tau_switch)
 
-    def _expand(self, state, t, window, n, step):
+    def _search(self, state: QueryState) -> Search:
+        reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
+        if not reranked:
+            return []
+        if not self.propagate:
+            return by_last_placement(state.observed, state.last)
+        return propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+
+    def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
+        """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
         groups = self.groups
         members, best_rank = state.members, state.best_rank
         if not best_rank:
@@ -561,23 +327,19 @@ class GAREN(_WindowSearch):
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank,
                                is_open=lambda g: bool(pool(g)),
                                fill=(groups.group_of(d) for d in state.unobserved_r0()))
-        scored = yield from state.navigate({'key': chosen, 'docno': [str(g) for g in chosen],
-                                            'text': [groups.summary(g) or '' for g in chosen],
-                                            'vote': [votes.get(g, 0) for g in chosen]})
+        scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
+                                                    'text': [groups.summary(g) or '' for g in chosen],
+                                                    'vote': [votes.get(g, 0) for g in chosen]})
         eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and pool(g)),
                           key=lambda g: (-state.cache[g], -votes.get(g, 0), best_rank.get(g, math.inf), g))
         explore = self._explores(t)
         picked = take([pool(g) for g in eligible], n, round_robin=explore)
         expansion = state.backfill(picked, n)
-        step.update(mode='explore' if explore else 'exploit', candidates=votes, scored=scored, eligible=eligible,
-                    chosen_groups=list(dict.fromkeys(groups.group_of(d) for d in picked)),
-                    backfill=expansion[len(picked):])
+        yield EVENT, {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
+                      'scored': scored, 'eligible': eligible,
+                      'chosen_groups': list(dict.fromkeys(groups.group_of(d) for d in picked)),
+                      'backfill': expansion[len(picked):]}
         return expansion
-
-    def _final(self, state, reranked):
-        if not self.propagate:
-            return super()._final(state, reranked)
-        return propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}

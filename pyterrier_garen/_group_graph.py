@@ -1,12 +1,7 @@
 """The GroupCorpusGraph artifact: a pyterrier-adaptive corpus graph plus a Leiden partition and group summaries."""
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import shutil
-import tempfile
-import time
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -17,47 +12,16 @@ import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
 from ._graphs import lookup_ids
-from ._summaries import Summarizer
+from ._io import write_json
+from ._summaries import SUMMARIES, Summarizer, SummaryStore
 
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
 
 FORMAT_VERSION = 1
-PARTIAL = 'summaries.partial.jsonl'
-PARTIAL_META = 'summaries.partial.json'
-SUMMARIES = 'summaries.jsonl'
 
 
 class ArtifactError(ValueError):
     """A GroupCorpusGraph folder is incomplete, truncated or inconsistent with its ``pt_meta.json``."""
-
-
-def _write_json(path: Path, data: Dict[str, Any]) -> None:
-    """Write JSON atomically (temporary file in the same folder, then rename)."""
-    tmp = path.with_name(path.name + '.tmp')
-    with tmp.open('wt') as fout:
-        json.dump(data, fout, indent=1, sort_keys=True)
-        fout.flush()
-        os.fsync(fout.fileno())
-    os.replace(tmp, path)
-
-
-def _graph_arrays(graph) -> tuple:
-    """``(docnos, edges, weights)`` of any pyterrier-adaptive corpus graph (``np_topk`` fast path, else generic)."""
-    if isinstance(graph, GroupCorpusGraph):
-        return graph.docnos_list(), np.asarray(graph.edges_data), np.asarray(graph.weights_data, dtype=np.float32)
-    lookup = getattr(graph, '_docnos', None)
-    if lookup is None:
-        raise TypeError(f'{graph!r} has no docno lookup; pass a pyterrier_adaptive NpTopKCorpusGraph or use '
-                        'GroupCorpusGraph.from_arrays(path, docnos, edges, weights)')
-    count = len(lookup)
-    docnos = [str(d) for d in lookup.fwd[np.arange(count)]]
-    if hasattr(graph, 'edges_data'):
-        edges, weights = np.asarray(graph.edges_data), np.asarray(graph.weights_data, dtype=np.float32)
-    else:  # any CorpusGraph: ask for every node's neighbours by internal id
-        pairs = [graph.neighbours(i, weights=True) for i in range(count)]
-        edges = np.stack([np.asarray(p[0]) for p in pairs])
-        weights = np.stack([np.asarray(p[1], dtype=np.float32) for p in pairs])
-    return docnos, edges, weights
 
 
 class GroupCorpusGraph(CorpusGraph):
@@ -78,7 +42,8 @@ class GroupCorpusGraph(CorpusGraph):
     Arrays are memory-mapped; opening checks their sizes against ``pt_meta.json`` and the first use of each
     array checks its id ranges, raising :class:`ArtifactError` on a truncated or tampered artifact.
 
-    Load with ``pt.Artifact.load(path)`` or ``GroupCorpusGraph(path)``; build with :meth:`from_corpus_graph`.
+    Load with ``pt.Artifact.load(path)`` or ``GroupCorpusGraph(path)``; build with :meth:`from_corpus_graph` (the
+    builder is :mod:`pyterrier_garen._group_builder`); summaries live in its :meth:`summary_store`.
     """
     ARTIFACT_TYPE = 'corpus_graph'
     ARTIFACT_FORMAT = 'garen_groups'
@@ -255,31 +220,23 @@ class GroupCorpusGraph(CorpusGraph):
             'unsplittable': list(self.meta.get('partition', {}).get('unsplittable', [])),
         }
 
-    # -- summaries ----------------------------------------------------------------------------------------------
+    # -- summaries (the store is in _summaries.py) ---------------------------------------------------------------
     @property
     def has_summaries(self) -> bool:
         return self.meta.get('summaries') is not None and (self.path / SUMMARIES).is_file()
 
+    def summary_store(self) -> SummaryStore:
+        """The :class:`~pyterrier_garen._summaries.SummaryStore` of this artifact (finished and partial records)."""
+        return SummaryStore(self.path, self.num_groups)
+
     @cached_property
     def _summary_records(self) -> List[Optional[Dict[str, Any]]]:
-        records: List[Optional[Dict[str, Any]]] = [None] * self.num_groups
         if not self.has_summaries:
-            return records
-        with (self.path / SUMMARIES).open('rt', encoding='utf8') as fin:
-            for lineno, line in enumerate(fin, start=1):
-                try:
-                    record = json.loads(line)
-                    gid = int(record['group'])
-                except (ValueError, KeyError, TypeError) as ex:
-                    raise ArtifactError(f'{self.path / SUMMARIES} line {lineno} is not a valid summary record') from ex
-                if not 0 <= gid < self.num_groups:
-                    raise ArtifactError(f'{self.path / SUMMARIES} line {lineno} names unknown group {gid}')
-                records[gid] = record
-        expected = self.meta['summaries'].get('count')
-        found = sum(r is not None for r in records)
-        if expected is not None and found != expected:
-            raise ArtifactError(f'{self.path / SUMMARIES} holds {found} records, pt_meta.json says {expected}')
-        return records
+            return [None] * self.num_groups
+        try:
+            return self.summary_store().read(expected=self.meta['summaries'].get('count'))
+        except ValueError as ex:
+            raise ArtifactError(str(ex)) from ex
 
     def summary_record(self, group_id: int) -> Optional[Dict[str, Any]]:
         """The stored summary record of a group (``None`` without summaries)."""
@@ -299,7 +256,7 @@ class GroupCorpusGraph(CorpusGraph):
                   batch_size: int = 16, overwrite: bool = False, verbose: bool = False) -> 'GroupCorpusGraph':
         """Summarise every group and store the summaries in the artifact. Resumable.
 
-        Records are appended to ``summaries.partial.jsonl`` batch by batch (flushed to disk); a rerun after an
+        Records are appended to the :meth:`summary_store` batch by batch (flushed to disk); a rerun after an
         interruption reuses every finished record and continues with the remaining groups. When all groups are
         done, ``summaries.jsonl`` is written atomically and ``pt_meta.json`` records the summariser's config.
 
@@ -319,49 +276,26 @@ class GroupCorpusGraph(CorpusGraph):
                 return self
             raise FileExistsError(f'{self.path} already has summaries made by {self.meta["summaries"]["summarizer"]}; '
                                   'pass overwrite=True to replace them')
-        partial, partial_meta = self.path / PARTIAL, self.path / PARTIAL_META
-        done: Dict[int, Dict[str, Any]] = {}
-        if partial_meta.is_file() and not overwrite:
-            with partial_meta.open('rt') as fin:
-                previous = json.load(fin)
-            if previous.get('summarizer') != config:
-                raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
-                                      f'({previous.get("summarizer")}); pass overwrite=True to discard it')
-            done = _read_partial(partial)
-        else:
-            partial.unlink(missing_ok=True)
-            _write_json(partial_meta, {'summarizer': config, 'started': time.time()})
-        todo = [g for g in range(self.num_groups) if g not in done]
+        store = self.summary_store()
+        done = store.begin(config, overwrite=overwrite)
+        todo = store.missing()
         if todo:
             texts = self._member_texts(corpus, todo)
             provenance = {k: config.get(k) for k in ('name', 'model', 'prompt_hash')}
             progress = pt.tqdm(total=self.num_groups, initial=len(done), desc='summarising groups', unit='group',
                                disable=not verbose)
-            with partial.open('at', encoding='utf8') as fout:
-                for start in range(0, len(todo), batch_size):
-                    batch = [{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
-                    records = summarizer.summarize(batch)
-                    if len(records) != len(batch):
-                        raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
-                    for group, record in zip(batch, records):
-                        record = {**record, 'group': group['group'], 'provenance': provenance}
-                        fout.write(json.dumps(record) + '\n')
-                        done[group['group']] = record
-                    fout.flush()
-                    os.fsync(fout.fileno())
-                    progress.update(len(batch))
+            for start in range(0, len(todo), batch_size):
+                batch = [{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
+                records = summarizer.summarize(batch)
+                if len(records) != len(batch):
+                    raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
+                store.add({**record, 'group': group['group'], 'provenance': provenance}
+                          for group, record in zip(batch, records, strict=True))
+                progress.update(len(batch))
             progress.close()
-        final = self.path / SUMMARIES
-        tmp = final.with_name(final.name + '.tmp')
-        with tmp.open('wt', encoding='utf8') as fout:
-            for gid in range(self.num_groups):
-                fout.write(json.dumps(done[gid]) + '\n')
-        os.replace(tmp, final)
-        fallbacks = sum(bool(r.get('fallback')) for r in done.values())
-        self.meta['summaries'] = {'summarizer': config, 'count': self.num_groups, 'fallbacks': fallbacks}
-        _write_json(self.path / 'pt_meta.json', self.meta)
-        partial.unlink(missing_ok=True)
-        partial_meta.unlink(missing_ok=True)
+        self.meta['summaries'] = store.finish(config)
+        write_json(self.path / 'pt_meta.json', self.meta)
+        store.discard_partial()
         self.__dict__.pop('_summary_records', None)
         return self
 
@@ -392,7 +326,7 @@ class GroupCorpusGraph(CorpusGraph):
         from pyterrier_adaptive import GAR
         return GAR(scorer, self, **kwargs)
 
-    # -- building -----------------------------------------------------------------------------------------------
+    # -- building (see _group_builder.py) ----------------------------------------------------------------------
     @classmethod
     def from_corpus_graph(cls, graph, path: Union[str, Path], *, max_group_size: int = 20, resolution: float = 1.0,
                           randomness: float = 0.001, seed: int = 42, backend: str = 'igraph',
@@ -414,122 +348,21 @@ class GroupCorpusGraph(CorpusGraph):
             overwrite: rebuild even if ``path`` holds an artifact.
             verbose: progress bars.
         """
-        docnos, edges, weights = _graph_arrays(graph)
+        from ._group_builder import build_group_graph, graph_arrays
+        docnos, edges, weights = graph_arrays(graph)
         source = {'path': str(getattr(graph, 'path', '')), 'meta': getattr(graph, 'meta', None),
                   'class': type(graph).__name__}
-        return cls.from_arrays(path, docnos, edges, weights, max_group_size=max_group_size, resolution=resolution,
-                               randomness=randomness, seed=seed, backend=backend, overwrite=overwrite,
-                               verbose=verbose, source=source)
+        return build_group_graph(path, docnos, edges, weights, max_group_size=max_group_size, resolution=resolution,
+                                 randomness=randomness, seed=seed, backend=backend, overwrite=overwrite,
+                                 verbose=verbose, source=source)
 
     @classmethod
-    def from_arrays(cls, path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray, *,
-                    labels: Optional[Sequence[int]] = None, max_group_size: int = 20, resolution: float = 1.0,
-                    randomness: float = 0.001, seed: int = 42, backend: str = 'igraph', overwrite: bool = False,
-                    verbose: bool = False, source: Optional[Dict[str, Any]] = None) -> 'GroupCorpusGraph':
+    def from_arrays(cls, path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray,
+                    **kwargs) -> 'GroupCorpusGraph':
         """Write an artifact from raw arrays: ``docnos`` (n), ``edges``/``weights`` (n, k) by position.
 
-        With ``labels`` (one group label per document) the partition is taken as given instead of running Leiden
-        (useful for hand-built graphs in tests and for partitions computed elsewhere).
+        Keyword arguments are those of :func:`pyterrier_garen._group_builder.build_group_graph` (e.g. ``labels``:
+        one group label per document, taken as the partition instead of running Leiden).
         """
-        from ._graphs import write_docnos
-        from ._partition import leiden_partition
-        path = Path(path)
-        docnos = [str(d) for d in docnos]
-        edges = np.asarray(edges, dtype=np.int64)
-        weights = np.asarray(weights, dtype=np.float32)
-        n = len(docnos)
-        if edges.ndim != 2 or edges.shape[0] != n or weights.shape != edges.shape:
-            raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
-        if len(set(docnos)) != n:
-            raise ValueError('docnos must be unique')
-        # store documents in string-sorted docno order: npids then round-trips every docno (see DESIGN.md)
-        order = np.argsort(np.asarray(docnos, dtype=object), kind='stable')
-        new_id = np.empty(n, dtype=np.int64)
-        new_id[order] = np.arange(n)
-        sorted_docnos = [docnos[i] for i in order]
-        edges = new_id[edges[order]] if n else edges
-        weights = weights[order]
-        params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
-                  'seed': seed, 'backend': backend if labels is None else 'given'}
-        if (path / 'pt_meta.json').exists() and not overwrite:
-            existing = cls(path)
-            stored = {k: existing.meta.get('partition', {}).get(k) for k in params}
-            same_graph = existing.meta.get('graph_sha256') == _fingerprint(sorted_docnos, edges)
-            if stored == params and same_graph:
-                return existing
-            diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
-            raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
-                                  f'{diff or "other graph"}; pass overwrite=True to rebuild it')
-        started = time.time()
-        if labels is None:
-            part = leiden_partition(edges, weights, max_group_size=max_group_size, resolution=resolution,
-                                    randomness=randomness, seed=seed, backend=backend, verbose=verbose)
-            group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
-                part.leiden_calls
-        else:
-            raw = np.asarray(labels)
-            if len(raw) != n:
-                raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
-            # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
-            _, group_labels = np.unique(raw, return_inverse=True)
-            group_labels = group_labels.reshape(-1)[order]
-            unsplittable, modularity, calls = [], float('nan'), 0
-        num_groups = int(group_labels.max()) + 1 if n else 0
-        member_order = np.argsort(group_labels, kind='stable')
-        offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
-        sizes = np.diff(offsets)
-        over = [int(g) for g in np.nonzero(sizes > max_group_size)[0]]
-        if over and labels is None:
-            warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
-                          f'no split (near-duplicate documents?): groups {over[:10]}', stacklevel=2)
-        meta = {
-            'type': cls.ARTIFACT_TYPE, 'format': cls.ARTIFACT_FORMAT, 'package_hint': cls.ARTIFACT_PACKAGE_HINT,
-            'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
-            'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
-                          'modularity': modularity, 'leiden_calls': calls,
-                          'seconds': round(time.time() - started, 3)},
-            'source_graph': source, 'graph_sha256': _fingerprint(sorted_docnos, edges), 'summaries': None,
-        }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', dir=path.parent))
-        try:
-            edges.astype(np.uint32).tofile(tmp / 'edges.u32.np')
-            weights.astype(np.float16).tofile(tmp / 'weights.f16.np')
-            write_docnos(sorted_docnos, tmp / 'docnos.npids')
-            group_labels.astype(np.uint32).tofile(tmp / 'group_of.u32.np')
-            offsets.astype(np.uint64).tofile(tmp / 'group_offsets.u64.np')
-            member_order.astype(np.uint32).tofile(tmp / 'group_members.u32.np')
-            _write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
-            os.chmod(tmp, 0o755)
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(tmp, path)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        return cls(path)
-
-
-def _fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:
-    """SHA-256 of the docnos and edges (in stored order): tells whether a rebuild request names the same graph."""
-    digest = hashlib.sha256('\n'.join(docnos).encode())
-    digest.update(np.ascontiguousarray(edges, dtype=np.uint32).tobytes())
-    return digest.hexdigest()
-
-
-def _read_partial(path: Path) -> Dict[int, Dict[str, Any]]:
-    """Finished records of an interrupted summarisation; a torn last line (killed mid-write) is dropped."""
-    done: Dict[int, Dict[str, Any]] = {}
-    if not path.is_file():
-        return done
-    with path.open('rb') as fin:
-        data = fin.read()
-    keep = data.rfind(b'\n') + 1
-    if keep < len(data):  # cut the torn tail so the next append starts on a fresh line
-        with path.open('r+b') as fout:
-            fout.truncate(keep)
-    for line in data[:keep].decode('utf8').splitlines():
-        if line.strip():
-            record = json.loads(line)
-            done[int(record['group'])] = record
-    return done
+        from ._group_builder import build_group_graph
+        return build_group_graph(path, docnos, edges, weights, **kwargs)

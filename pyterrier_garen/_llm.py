@@ -11,8 +11,9 @@ for the empty think block of the Qwen3-Reranker protocol). Two engines are provi
 * :class:`OpenAIEngine`: any OpenAI-compatible server (``vllm serve``, SGLang, a hosted API), with bounded
   concurrency, timeouts, retries and round-robin over several servers (data parallel).
 
-Components (``engine.reranker()``, ``engine.navigator()``, ``engine.summarizer()``) share one engine and keep their
-own :class:`UsageStats` (calls, prompts, prompt and completion tokens).
+Engines know nothing of the components built on them: ``ListwiseReranker(engine)``, ``YesNoScorer(engine)`` and
+``LLMSummarizer(engine)`` share one engine and keep their own :class:`UsageStats` (calls, prompts, prompt and
+completion tokens).
 """
 from __future__ import annotations
 
@@ -197,22 +198,6 @@ class Engine:
     def count_conversation_tokens(self, conversation: Conversation) -> int:
         """Tokens of a conversation's texts plus a small allowance per message for the chat template."""
         return sum(self.count_tokens(m.get('content') or '') + 8 for m in conversation)
-
-    # factories: one engine, three components
-    def reranker(self, **kwargs) -> Any:
-        """A :class:`~pyterrier_garen.ListwiseReranker` on this engine (keyword arguments are passed on)."""
-        from ._rerankers import ListwiseReranker
-        return ListwiseReranker(self, **kwargs)
-
-    def navigator(self, **kwargs) -> Any:
-        """A :class:`~pyterrier_garen.YesNoScorer` on this engine (keyword arguments are passed on)."""
-        from ._rerankers import YesNoScorer
-        return YesNoScorer(self, **kwargs)
-
-    def summarizer(self, **kwargs) -> Any:
-        """A :class:`~pyterrier_garen.LLMSummarizer` on this engine (keyword arguments are passed on)."""
-        from ._llm_summarizer import LLMSummarizer
-        return LLMSummarizer(self, **kwargs)
 
 
 def _kwargs_repr(options: Dict[str, Any], defaults: Dict[str, Any]) -> str:

@@ -7,7 +7,7 @@ import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._llm import Conversation, Engine, UsageStats
-from ._rerankers import PromptTemplate, _clean
+from ._prompts import PromptTemplate, clean_text
 from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
 
 __all__ = ['LLMSummarizer', 'extract_json', 'parse_summary']
@@ -163,9 +163,9 @@ class LLMSummarizer(Summarizer, UsageStats):
         per_doc = min(self.max_doc_tokens, max(16, fit))
         lines = []
         for k, doc in enumerate(shown, start=1):
-            title = _clean(doc.get('title'))
-            body = self.engine.truncate(_clean(doc.get('text')), per_doc)
-            lines.append(f'[{k}] ({_clean(doc.get("docno"))}) ' + (f'{title}: ' if title else '') + body)
+            title = clean_text(doc.get('title'))
+            body = self.engine.truncate(clean_text(doc.get('text')), per_doc)
+            lines.append(f'[{k}] ({clean_text(doc.get("docno"))}) ' + (f'{title}: ' if title else '') + body)
         return self.template.messages(n=len(shown), docs='\n\n'.join(lines))
 
     def _generate(self, conversations: List[Conversation]) -> List[str]:

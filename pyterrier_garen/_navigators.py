@@ -1,13 +1,28 @@
-"""Navigators: transformers that score ``(query, group)`` rows for GAREN."""
+"""Navigators: transformers that score ``(query, group)`` rows for GAREN (paper Section 4.2.1).
+
+GAREN sends ``qid, query, docno=<group id>, text=<group summary>, vote`` rows. :class:`VoteNavigator` is the
+paper's connectivity ablation (no model); :class:`CentroidNavigator` and :class:`SummaryNavigator` are the CPU
+embedding navigators over MiniLM; :class:`YesNoScorer` is the paper's LLM navigator (Qwen3-Reranker protocol:
+``score = P(yes)``), which also works as a pointwise document reranker.
+"""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ['VoteNavigator']
+from ._llm import Conversation, Engine, UsageStats
+from ._params import Rebuildable
+from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
+from ._vectors import VectorComponent, unit
+
+__all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer']
 
 
-class VoteNavigator(pt.Transformer):
+class VoteNavigator(Rebuildable, pt.Transformer):
     """The connectivity heuristic of the GAREN ablation: a group's score is its vote.
 
     The vote (paper Eq. 11) is the number of window documents with a k-NN neighbour in the group; GAREN passes it
@@ -17,6 +32,9 @@ class VoteNavigator(pt.Transformer):
 
     Output columns: the input columns plus ``score`` (= ``vote``, as float)
     """
+
+    def __init__(self):
+        pass
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Score each row by its ``vote``.
@@ -28,5 +46,164 @@ class VoteNavigator(pt.Transformer):
         pt.validate.columns(inp, includes=['qid', 'docno', 'vote'], context=self)
         return inp.assign(score=inp['vote'].astype(float))
 
-    def __repr__(self):
-        return 'VoteNavigator()'
+
+class CentroidNavigator(VectorComponent):
+    """Embedding navigator: ``score = cos(query vector, mean of the group members' unit vectors)``.
+
+    Needs no summary. Rows are GAREN's navigator frame: ``qid, query, docno=<group id>`` (other columns ignored).
+
+    Args:
+        groups: the :class:`GroupCorpusGraph`.
+        vectors: the ``pyterrier_dr.FlexIndex`` of the same corpus.
+        encoder: the query encoder; defaults to the packaged MiniLM.
+    """
+
+    def __init__(self, groups, vectors, encoder=None):
+        super().__init__(vectors, encoder)
+        self.groups = groups
+        self._centroids: Optional[np.ndarray] = None
+
+
+    def centroids(self) -> np.ndarray:
+        """Unit-length centroid of every group (computed once, ``(num_groups, dim)``)."""
+        if self._centroids is None:
+            docvecs = self._doc_vectors(self.groups.docnos_list())
+            sums = np.zeros((self.groups.num_groups, docvecs.shape[1]), dtype=np.float64)
+            np.add.at(sums, np.asarray(self.groups.group_ids, dtype=np.int64), docvecs)
+            self._centroids = unit(sums).astype(np.float32)
+        return self._centroids
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        if len(inp) == 0:
+            return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        qvecs = self._queries(list(inp['query']))
+        cvecs = self.centroids()[inp['docno'].astype(int).to_numpy()]
+        return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, cvecs))
+
+
+class SummaryNavigator(VectorComponent):
+    """Embedding navigator: ``score = cos(query vector, vector of the group's summary text)``.
+
+    Summary vectors are encoded once per group, on first use. Rows: ``qid, query, docno=<group id>, text``
+    (GAREN adds ``text``, the group summary).
+
+    Args:
+        groups: the :class:`GroupCorpusGraph` (with summaries).
+        encoder: the encoder used for queries and summaries; defaults to the packaged MiniLM.
+    """
+
+    def __init__(self, groups, encoder=None):
+        super().__init__(None, encoder)
+        self.groups = groups
+        self._summary_vecs: Dict[int, np.ndarray] = {}
+
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        if len(inp) == 0:
+            return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        gids = inp['docno'].astype(int).tolist()
+        missing = sorted(set(gids) - set(self._summary_vecs))
+        if missing:
+            texts = [self.groups.summary(g) for g in missing]
+            vecs = unit(np.asarray(self.encoder.encode_docs(texts), dtype=np.float32))
+            self._summary_vecs.update(zip(missing, vecs))
+        qvecs = self._queries(list(inp['query']))
+        svecs = np.stack([self._summary_vecs[g] for g in gids])
+        return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, svecs))
+
+
+Instruction = Union[str, Mapping, Callable[[Any, str], str]]
+
+
+class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
+    """Pointwise LLM scorer: ``score`` = P(yes) that the document meets the query (Qwen3-Reranker protocol).
+
+    Required input columns: ``['qid', 'query', 'docno', text_field]``. Output: the input rows with ``score`` in
+    [0, 1] and ``rank``.
+
+    Each row becomes a conversation: a system message asking for a "yes" or "no" judgement, the user turn
+    ``<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>: {doc}`` and an assistant turn that starts with an
+    empty think block. The engine generates one token restricted to yes/no; the score is the softmax over their
+    logits. All rows of a frame go to the engine in one call (or calls of ``batch_size`` rows).
+
+    As GAREN's navigator the rows are ``qid, query, docno=<group id>, text=<group summary>``; it also serves as a
+    pointwise reranker over documents.
+    """
+
+    def __init__(self, engine: Engine, *,
+                 instruction: Instruction = 'Given a query, retrieve relevant passages that answer the query',
+                 text_field: str = 'text', max_doc_tokens: Optional[int] = None, batch_size: Optional[int] = None):
+        """
+        Args:
+            engine: the LLM engine (shared with the reranker and summariser).
+            instruction: the task instruction: a string, a mapping ``qid -> instruction``, or a callable
+                ``(qid, query) -> instruction`` (BRIGHT uses one instruction per domain).
+            text_field: the column holding the document (or group summary) text.
+            max_doc_tokens: most tokens per document; None: as many as the context allows.
+            batch_size: rows per engine call; None: all rows in one call.
+        """
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        self.engine = engine
+        self.instruction = instruction
+        self.text_field = text_field
+        self.max_doc_tokens = max_doc_tokens
+        self.batch_size = batch_size
+        self.template = PromptTemplate('yes_no')
+        self.reset_stats()
+
+    @property
+    def prompt_hash(self) -> str:
+        """SHA-256 prefix of the prompt file in use."""
+        return self.template.hash
+
+    def instruction_for(self, qid: Any, query: str) -> str:
+        """The instruction used for a query."""
+        if isinstance(self.instruction, str):
+            return self.instruction
+        if isinstance(self.instruction, Mapping):
+            for key in (qid, str(qid)):
+                if key in self.instruction:
+                    return str(self.instruction[key])
+            raise ValueError(f'{self!r}: no instruction for qid {qid!r}; add it to the instruction mapping or pass '
+                             'a single string')
+        if callable(self.instruction):
+            return str(self.instruction(qid, query))
+        raise TypeError(f'instruction must be a str, a mapping qid -> str or a callable (qid, query) -> str; '
+                        f'got {type(self.instruction).__name__}')
+
+    def conversation(self, instruction: str, query: str, doc: str) -> Conversation:
+        """The conversation for one row (doc already truncated), ending with the empty-think prefill."""
+        messages = self.template.messages(instruction=instruction, query=query, doc=doc)
+        return messages + [{'role': 'assistant', 'content': THINK_PREFILL}]
+
+    def doc_budget(self, instruction: str, query: str) -> int:
+        """Tokens allowed for a row's document: what fits the context (at least 16), capped by ``max_doc_tokens``."""
+        overhead = self.engine.count_conversation_tokens(self.conversation(instruction, query, ''))
+        fit = max(16, self.engine.context_length - overhead - 8)
+        return fit if self.max_doc_tokens is None else min(int(self.max_doc_tokens), fit)
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
+        if len(inp) == 0:
+            return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
+        frame = inp.reset_index(drop=True)
+        budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
+        conversations = []
+        for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
+            query = clean_text(query)
+            if (qid, query) not in budgets:
+                instruction = self.instruction_for(qid, query)
+                budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
+            instruction, budget = budgets[qid, query]
+            conversations.append(self.conversation(instruction, query, self.engine.truncate(clean_text(text), budget)))
+        size = self.batch_size or len(conversations)
+        scores: List[float] = []
+        for start in range(0, len(conversations), size):
+            batch = conversations[start:start + size]
+            generations = self.engine.yes_no(batch)
+            self._record(generations, len(batch))
+            scores.extend(float(g.probability) for g in generations)
+        return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float)))

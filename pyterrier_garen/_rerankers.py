@@ -1,63 +1,26 @@
-"""LLM rerankers on a shared :class:`~pyterrier_garen._llm.Engine`: a listwise sliding-window reranker and a pointwise
-yes/no scorer (the navigator), plus the parsing of listwise answers and the package prompts."""
+"""Rerankers: document-level transformers that order a window.
+
+:class:`VectorScorer` is the CPU default (MiniLM cosine over stored vectors, pointwise); :class:`ListwiseReranker`
+asks an LLM engine for a permutation of each sliding window (RankLLM style) and turns it into scores. The parsing of
+listwise answers lives here too.
+"""
 from __future__ import annotations
 
-import hashlib
 import re
 import warnings
-from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._driver import window_starts
 from ._llm import Conversation, Engine, UsageStats
+from ._params import Rebuildable
+from ._prompts import PromptTemplate, clean_text
+from ._vectors import VectorComponent
 
-__all__ = ['ListwiseReranker', 'YesNoScorer', 'parse_ranking', 'check_ranking', 'window_starts', 'PromptTemplate']
-
-PROMPT_DIR = Path(__file__).parent / 'prompts'
-_SECTION = re.compile(r'^=== (system|user|assistant) ===[ \t]*$', re.M)
-_FIELD = re.compile(r'\{(\w+)\}')
-
-
-class PromptTemplate:
-    """A chat prompt stored as package data (``pyterrier_garen/prompts/<name>.txt``).
-
-    The file holds sections introduced by ``=== system ===``, ``=== user ===`` or ``=== assistant ===`` lines; fields
-    are written ``{name}`` and filled in one pass (text inserted into a field is never re-scanned, and braces that are
-    not a known field, e.g. in a JSON example, stay as they are).
-
-    Attributes:
-        name: the prompt's name (file stem).
-        text: the file's content.
-        hash: the first 12 hex digits of the SHA-256 of the file (record it wherever the prompt's output is stored).
-    """
-
-    def __init__(self, name: str):
-        path = PROMPT_DIR / f'{name}.txt'
-        if not path.is_file():
-            known = sorted(p.stem for p in PROMPT_DIR.glob('*.txt'))
-            raise ValueError(f'unknown prompt {name!r}; the package ships {known}')
-        self.name = name
-        self.text = path.read_text(encoding='utf8')
-        self.hash = hashlib.sha256(self.text.encode('utf8')).hexdigest()[:12]
-        parts = _SECTION.split(self.text)
-        self.sections = [(role, content.strip('\n')) for role, content in zip(parts[1::2], parts[2::2], strict=True)]
-        if not self.sections:
-            raise ValueError(f'prompt file {path} has no "=== system ===" / "=== user ===" sections')
-
-    def __repr__(self):
-        return f'PromptTemplate({self.name!r})'
-
-    def messages(self, **values: Any) -> Conversation:
-        """The conversation with the fields filled from ``values``."""
-        def fill(match):
-            key = match.group(1)
-            return str(values[key]) if key in values else match.group(0)
-        return [{'role': role, 'content': _FIELD.sub(fill, content)} for role, content in self.sections]
-
+__all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
 
 # ---------------------------------------------------------------------------------------------------------------------
 # parsing listwise answers
@@ -155,30 +118,34 @@ def parse_ranking(text: Any, num_docs: int) -> List[int]:
     return check_ranking(text, num_docs)[0]
 
 
-def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
-    """Start positions of the sliding windows over a list of ``num_docs``, bottom window first (RankGPT order).
+# ---------------------------------------------------------------------------------------------------------------------
+# embedding reranker (CPU default)
 
-    The windows ``[s, s + window)`` cover the list from the bottom to the top, each ``stride`` above the previous
-    one; the last one starts at 0. A list no longer than ``window`` has one window.
+class VectorScorer(VectorComponent):
+    """Pointwise reranker: ``score = cos(query vector, stored document vector)``.
+
+    Required input columns: ``qid, query, docno``. Output: the input rows with ``score`` and ``rank``.
+    Documents missing from the vector index score 0.
+
+    Args:
+        vectors: a ``pyterrier_dr.FlexIndex`` holding the corpus vectors (see :func:`encode_corpus`).
+        encoder: the query encoder (``encode_queries``); defaults to the packaged MiniLM.
     """
-    if num_docs <= 0:
-        return []
-    if num_docs <= window:
-        return [0]
-    starts = list(range(num_docs - window, 0, -stride))
-    return starts + [0]
 
 
-def _clean(text: Any) -> str:
-    if text is None or (isinstance(text, float) and np.isnan(text)):
-        return ''
-    return ' '.join(str(text).split())
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        if len(inp) == 0:
+            return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        qvecs = self._queries(list(inp['query']))
+        dvecs = self._doc_vectors(list(inp['docno']))
+        return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, dvecs))
 
 
 # ---------------------------------------------------------------------------------------------------------------------
 # listwise reranker
 
-class ListwiseReranker(pt.Transformer, UsageStats):
+class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
     """Listwise LLM reranker with a sliding window (RankGPT style), batched across queries.
 
     Required input columns: ``['qid', 'query', 'docno', text_field]``; ``rank`` (if present) gives the order of each
@@ -230,16 +197,6 @@ class ListwiseReranker(pt.Transformer, UsageStats):
         self.template = PromptTemplate(prompt)
         self.reset_stats()
 
-    def __repr__(self):
-        args = [repr(self.engine), f'prompt={self.prompt!r}', f'window={self.window}', f'stride={self.stride}']
-        if self.max_doc_tokens is not None:
-            args.append(f'max_doc_tokens={self.max_doc_tokens}')
-        if self.text_field != 'text':
-            args.append(f'text_field={self.text_field!r}')
-        if self.max_tokens is not None:
-            args.append(f'max_tokens={self.max_tokens}')
-        return f'ListwiseReranker({", ".join(args)})'
-
     @property
     def prompt_hash(self) -> str:
         """SHA-256 prefix of the prompt file in use."""
@@ -283,7 +240,7 @@ class ListwiseReranker(pt.Transformer, UsageStats):
         for qid, group in frame.groupby('qid', sort=False):
             if 'rank' in group.columns:
                 group = group.sort_values('rank', kind='stable')
-            lists.append((qid, _clean(group['query'].iloc[0]) if 'query' in group else '', group.index.to_numpy()))
+            lists.append((qid, clean_text(group['query'].iloc[0]) if 'query' in group else '', group.index.to_numpy()))
         texts = frame[self.text_field].to_numpy()
         orders = [list(rows) for _, _, rows in lists]
         starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]
@@ -312,7 +269,7 @@ class ListwiseReranker(pt.Transformer, UsageStats):
                 window_texts = []
                 for r in rows:
                     if (r, budget) not in cut:
-                        cut[r, budget] = self.engine.truncate(_clean(texts[r]), budget)
+                        cut[r, budget] = self.engine.truncate(clean_text(texts[r]), budget)
                     window_texts.append(cut[r, budget])
                 conversations.append(self.conversation(query, window_texts))
                 windows.append((q, s, rows))
@@ -338,109 +295,3 @@ class ListwiseReranker(pt.Transformer, UsageStats):
 # ---------------------------------------------------------------------------------------------------------------------
 # pointwise yes/no scorer (navigator)
 
-THINK_PREFILL = '<think>\n\n</think>\n\n'
-Instruction = Union[str, Mapping, Callable[[Any, str], str]]
-
-
-class YesNoScorer(pt.Transformer, UsageStats):
-    """Pointwise LLM scorer: ``score`` = P(yes) that the document meets the query (Qwen3-Reranker protocol).
-
-    Required input columns: ``['qid', 'query', 'docno', text_field]``. Output: the input rows with ``score`` in
-    [0, 1] and ``rank``.
-
-    Each row becomes a conversation: a system message asking for a "yes" or "no" judgement, the user turn
-    ``<Instruct>: {instruction}\\n<Query>: {query}\\n<Document>: {doc}`` and an assistant turn that starts with an
-    empty think block. The engine generates one token restricted to yes/no; the score is the softmax over their
-    logits. All rows of a frame go to the engine in one call (or calls of ``batch_size`` rows).
-
-    As GAREN's navigator the rows are ``qid, query, docno=<group id>, text=<group summary>``; it also serves as a
-    pointwise reranker over documents.
-    """
-
-    def __init__(self, engine: Engine, *,
-                 instruction: Instruction = 'Given a query, retrieve relevant passages that answer the query',
-                 text_field: str = 'text', max_doc_tokens: Optional[int] = None, batch_size: Optional[int] = None):
-        """
-        Args:
-            engine: the LLM engine (shared with the reranker and summariser).
-            instruction: the task instruction: a string, a mapping ``qid -> instruction``, or a callable
-                ``(qid, query) -> instruction`` (BRIGHT uses one instruction per domain).
-            text_field: the column holding the document (or group summary) text.
-            max_doc_tokens: most tokens per document; None: as many as the context allows.
-            batch_size: rows per engine call; None: all rows in one call.
-        """
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
-        self.engine = engine
-        self.instruction = instruction
-        self.text_field = text_field
-        self.max_doc_tokens = max_doc_tokens
-        self.batch_size = batch_size
-        self.template = PromptTemplate('yes_no')
-        self.reset_stats()
-
-    def __repr__(self):
-        args = [repr(self.engine)]
-        if self.instruction != 'Given a query, retrieve relevant passages that answer the query':
-            args.append(f'instruction={self.instruction!r}')
-        if self.text_field != 'text':
-            args.append(f'text_field={self.text_field!r}')
-        if self.max_doc_tokens is not None:
-            args.append(f'max_doc_tokens={self.max_doc_tokens}')
-        if self.batch_size is not None:
-            args.append(f'batch_size={self.batch_size}')
-        return f'YesNoScorer({", ".join(args)})'
-
-    @property
-    def prompt_hash(self) -> str:
-        """SHA-256 prefix of the prompt file in use."""
-        return self.template.hash
-
-    def instruction_for(self, qid: Any, query: str) -> str:
-        """The instruction used for a query."""
-        if isinstance(self.instruction, str):
-            return self.instruction
-        if isinstance(self.instruction, Mapping):
-            for key in (qid, str(qid)):
-                if key in self.instruction:
-                    return str(self.instruction[key])
-            raise ValueError(f'{self!r}: no instruction for qid {qid!r}; add it to the instruction mapping or pass '
-                             'a single string')
-        if callable(self.instruction):
-            return str(self.instruction(qid, query))
-        raise TypeError(f'instruction must be a str, a mapping qid -> str or a callable (qid, query) -> str; '
-                        f'got {type(self.instruction).__name__}')
-
-    def conversation(self, instruction: str, query: str, doc: str) -> Conversation:
-        """The conversation for one row (doc already truncated), ending with the empty-think prefill."""
-        messages = self.template.messages(instruction=instruction, query=query, doc=doc)
-        return messages + [{'role': 'assistant', 'content': THINK_PREFILL}]
-
-    def doc_budget(self, instruction: str, query: str) -> int:
-        """Tokens allowed for a row's document: what fits the context (at least 16), capped by ``max_doc_tokens``."""
-        overhead = self.engine.count_conversation_tokens(self.conversation(instruction, query, ''))
-        fit = max(16, self.engine.context_length - overhead - 8)
-        return fit if self.max_doc_tokens is None else min(int(self.max_doc_tokens), fit)
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
-        if len(inp) == 0:
-            return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
-        frame = inp.reset_index(drop=True)
-        budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
-        conversations = []
-        for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
-            query = _clean(query)
-            if (qid, query) not in budgets:
-                instruction = self.instruction_for(qid, query)
-                budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
-            instruction, budget = budgets[qid, query]
-            conversations.append(self.conversation(instruction, query, self.engine.truncate(_clean(text), budget)))
-        size = self.batch_size or len(conversations)
-        scores: List[float] = []
-        for start in range(0, len(conversations), size):
-            batch = conversations[start:start + size]
-            generations = self.engine.yes_no(batch)
-            self._record(generations, len(batch))
-            scores.extend(float(g.probability) for g in generations)
-        return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float)))

@@ -1,14 +1,24 @@
-"""Group summarisers: the interface shared by all summarisers, and an extractive one that needs no model."""
+"""Group summaries: the summariser interface, an extractive summariser that needs no model, and the summary store
+of a :class:`~pyterrier_garen.GroupCorpusGraph` folder (finished records, resumable partial run)."""
 from __future__ import annotations
 
 import hashlib
 import json
 import math
+import os
 import re
+import time
 from collections import Counter
-from typing import Any, Dict, List, Sequence
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-__all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs']
+from ._io import write_json
+
+__all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore']
+
+SUMMARIES = 'summaries.jsonl'
+PARTIAL = 'summaries.partial.jsonl'
+PARTIAL_META = 'summaries.partial.json'
 
 # One group handed to a summariser: {'group': int, 'docs': [{'docno': str, 'text': str, 'title'?: str}, ...]}
 GroupDocs = Dict[str, Any]
@@ -124,3 +134,135 @@ class ExtractiveSummarizer(Summarizer):
         if central:
             summary += ' ' + ' '.join(central)
         return {'concept': concept, 'summary': summary[:self.max_chars]}
+
+
+class SummaryStore:
+    """The summaries of one artifact folder: ``summaries.jsonl`` when finished, else a resumable partial run.
+
+    A run appends records to ``summaries.partial.jsonl`` (flushed and fsynced per call of :meth:`add`) next to
+    ``summaries.partial.json`` (the summariser's config). Reopening the same run keeps every finished record, so an
+    interrupted summarisation continues where it stopped; each group is accepted once (a record for a group already
+    recorded is ignored), so a retried batch never duplicates. :meth:`finish` writes ``summaries.jsonl`` atomically.
+
+    Args:
+        path: the artifact folder.
+        num_groups: number of groups (ids ``0 .. num_groups - 1``).
+    """
+
+    def __init__(self, path: Path, num_groups: int):
+        self.path = Path(path)
+        self.num_groups = int(num_groups)
+        self.done: Dict[int, Dict[str, Any]] = {}
+
+    @property
+    def partial_file(self) -> Path:
+        return self.path / PARTIAL
+
+    @property
+    def final_file(self) -> Path:
+        return self.path / SUMMARIES
+
+    def begin(self, config: Dict[str, Any], *, overwrite: bool = False) -> Dict[int, Dict[str, Any]]:
+        """Start or resume a run of the summariser with ``config``; returns the records already finished.
+
+        Raises:
+            FileExistsError: an unfinished run of another summariser is there (``overwrite=True`` discards it).
+        """
+        partial, meta = self.path / PARTIAL, self.path / PARTIAL_META
+        self.done = {}
+        if meta.is_file() and not overwrite:
+            with meta.open('rt') as fin:
+                previous = json.load(fin)
+            if previous.get('summarizer') != config:
+                raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
+                                      f'({previous.get("summarizer")}); pass overwrite=True to discard it')
+            self.done = _read_partial(partial, self.num_groups)
+        else:
+            partial.unlink(missing_ok=True)
+            write_json(meta, {'summarizer': config, 'started': time.time()})
+        return dict(self.done)
+
+    def missing(self) -> List[int]:
+        """Group ids without a record yet, in id order."""
+        return [g for g in range(self.num_groups) if g not in self.done]
+
+    def add(self, records: Iterable[Dict[str, Any]]) -> int:
+        """Append records (each with its ``group``) to the partial file; returns how many were new."""
+        new = []
+        for record in records:
+            gid = int(record['group'])
+            if not 0 <= gid < self.num_groups:
+                raise ValueError(f'summary record for group {gid}, but group ids run from 0 to {self.num_groups - 1}')
+            if gid not in self.done:
+                self.done[gid] = record
+                new.append(record)
+        if new:
+            with self.partial_file.open('at', encoding='utf8') as fout:
+                for record in new:
+                    fout.write(json.dumps(record) + '\n')
+                fout.flush()
+                os.fsync(fout.fileno())
+        return len(new)
+
+    def finish(self, config: Dict[str, Any]) -> Dict[str, Any]:
+        """Write ``summaries.jsonl`` (every group, in id order) and drop the partial run; returns the metadata
+        entry to record in ``pt_meta.json``.
+
+        Raises:
+            ValueError: some groups have no record yet.
+        """
+        missing = self.missing()
+        if missing:
+            raise ValueError(f'{len(missing)} groups have no summary yet (e.g. {missing[:5]}); summarise them first')
+        tmp = self.final_file.with_name(SUMMARIES + '.tmp')
+        with tmp.open('wt', encoding='utf8') as fout:
+            for gid in range(self.num_groups):
+                fout.write(json.dumps(self.done[gid]) + '\n')
+        os.replace(tmp, self.final_file)
+        return {'summarizer': config, 'count': self.num_groups,
+                'fallbacks': sum(bool(r.get('fallback')) for r in self.done.values())}
+
+    def discard_partial(self) -> None:
+        """Remove the partial run's files (after :meth:`finish` has been recorded)."""
+        (self.path / PARTIAL).unlink(missing_ok=True)
+        (self.path / PARTIAL_META).unlink(missing_ok=True)
+
+    def read(self, expected: Optional[int] = None) -> List[Optional[Dict[str, Any]]]:
+        """The finished records by group id (``None`` for a group without one).
+
+        Raises:
+            ValueError: a line is not a valid record, names an unknown group, or the count differs from ``expected``.
+        """
+        records: List[Optional[Dict[str, Any]]] = [None] * self.num_groups
+        with self.final_file.open('rt', encoding='utf8') as fin:
+            for lineno, line in enumerate(fin, start=1):
+                try:
+                    record = json.loads(line)
+                    gid = int(record['group'])
+                except (ValueError, KeyError, TypeError) as ex:
+                    raise ValueError(f'{self.final_file} line {lineno} is not a valid summary record') from ex
+                if not 0 <= gid < self.num_groups:
+                    raise ValueError(f'{self.final_file} line {lineno} names unknown group {gid}')
+                records[gid] = record
+        found = sum(r is not None for r in records)
+        if expected is not None and found != expected:
+            raise ValueError(f'{self.final_file} holds {found} records, pt_meta.json says {expected}')
+        return records
+
+
+def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
+    """Finished records of an interrupted summarisation; a torn last line (killed mid-write) is dropped."""
+    done: Dict[int, Dict[str, Any]] = {}
+    if not path.is_file():
+        return done
+    with path.open('rb') as fin:
+        data = fin.read()
+    keep = data.rfind(b'\n') + 1
+    if keep < len(data):  # cut the torn tail so the next append starts on a fresh line
+        with path.open('r+b') as fout:
+            fout.truncate(keep)
+    for line in data[:keep].decode('utf8').splitlines():
+        if line.strip():
+            record = json.loads(line)
+            done[int(record['group'])] = record
+    return done

@@ -61,7 +61,7 @@ R6 = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']
 
 def test_slidegar_worked_example():
     reranker = DictScorer(SLIDE_SCORES)
-    out = SlideGAR(reranker, ToyGroupGraph(SLIDE_GRAPH, {}), window=4, step=2, budget=8)(first_stage(R6))
+    out = SlideGAR(reranker, ToyGroupGraph(SLIDE_GRAPH, {}), window=4, keep=2, budget=8)(first_stage(R6))
     # 1: R_0 top 4 -> [r1, r3, r2, r4]; frontier of kept [r1, r3]: n1, n2 (r2 seen)
     # 2: [r1, r3] + frontier [n1, n2] -> [n1, r1, r3, n2]; frontier of [n1, r1]: n4 only; turn of R_0: r5, r6
     # 3: [n1, r1, r5, r6] -> [r6, n1, r1, r5]; budget 8 reached
@@ -73,7 +73,7 @@ def test_slidegar_worked_example():
 
 def test_slidegar_skips_empty_frontier_and_guards_unknown_docnos():
     reranker = DictScorer(SLIDE_SCORES)
-    out = SlideGAR(reranker, RaisingGraph({}), window=4, step=2, budget=8)(first_stage(R6))
+    out = SlideGAR(reranker, RaisingGraph({}), window=4, keep=2, budget=8)(first_stage(R6))
     assert windows(reranker)[1] == ['r1', 'r3', 'r5', 'r6']  # empty frontier -> R_0
     assert len(out) == 6
     assert set(out.docno) == set(R6)
@@ -85,7 +85,7 @@ SEARCH_SCORES = {'r1': 1, 'r2': 2, 'n1': 5, 'n2': 0, 'n3': 3, 'n4': 4, 'n5': 6}
 
 def test_rgs_worked_example():
     reranker = DictScorer(SEARCH_SCORES)
-    model = RGS(reranker, ToyGroupGraph(SEARCH_GRAPH, {}), budget=6, queue_size=3, window=2, step=1, seed_size=2)
+    model = RGS(reranker, ToyGroupGraph(SEARCH_GRAPH, {}), budget=6, queue_size=3, window=2, stride=1, seed_size=2)
     out = model(first_stage(['r1', 'r2', 'r3']))
     # seeds [r1, r2] -> [r2, r1]; expand r2: n3 -> Q [n3, r2, r1]; expand n3: nothing; expand r1: n1, n2 ->
     # Q [n1, n3, r2 | r1, n2]; expand n1: n4 (cut to the budget) -> Q [n1, n4, n3 | r2]; budget 6 reached
@@ -99,7 +99,7 @@ def test_rgs_worked_example():
 
 def test_rgs_stops_at_window_without_new_docs():
     reranker = DictScorer({'r1': 9, 'r2': 8, 'r3': 7, 'r4': 6, 'n1': 0})
-    model = RGS(reranker, ToyGroupGraph({'r1': ['n1']}, {}), budget=5, queue_size=5, window=2, step=1, seed_size=4)
+    model = RGS(reranker, ToyGroupGraph({'r1': ['n1']}, {}), budget=5, queue_size=5, window=2, stride=1, seed_size=4)
     model(first_stage(['r1', 'r2', 'r3', 'r4']))
     # after seeding, n1 scores lowest: window [r4, n1] keeps it last and [r3, r4] holds nothing new -> stop
     assert windows(reranker)[-1] == ['r4', 'n1']
@@ -126,8 +126,8 @@ def test_docgaren_worked_example():
 
 @pytest.mark.parametrize('make', [
     lambda r, g: SlidingWindowReranker(r, window=5, stride=2, budget=12),
-    lambda r, g: SlideGAR(r, g, window=5, step=2, budget=12),
-    lambda r, g: RGS(r, g, budget=12, window=5, step=2),
+    lambda r, g: SlideGAR(r, g, window=5, keep=2, budget=12),
+    lambda r, g: RGS(r, g, budget=12, window=5, stride=2),
     lambda r, g: DocGAREN(r, g, DictScorer({}), window=5, keep=2, budget=12),
 ])
 def test_batched_budget_empty_and_repr(make):
@@ -164,8 +164,8 @@ def test_invalid_parameters():
     reranker = DictScorer({})
     with pytest.raises(ValueError, match='stride'):
         SlidingWindowReranker(reranker, window=4, stride=5)
-    with pytest.raises(ValueError, match='step'):
-        SlideGAR(reranker, None, window=4, step=4)
+    with pytest.raises(ValueError, match='keep'):
+        SlideGAR(reranker, None, window=4, keep=4)
     with pytest.raises(ValueError, match='keep'):
         DocGAREN(reranker, None, reranker, window=4, keep=4)
     with pytest.raises(ValueError, match='budget'):

@@ -103,11 +103,11 @@ def test_reopen_same_params_reuses_and_other_params_refuse(cran_bm25_graph, tmp_
 
 
 def test_failed_build_leaves_nothing(cran_bm25_graph, tmp_path, monkeypatch):
-    import pyterrier_garen._graphs as graphs
+    import pyterrier_garen._group_builder as builder
 
     def boom(*args, **kwargs):
         raise RuntimeError('disk full')
-    monkeypatch.setattr(graphs, 'write_docnos', boom)
+    monkeypatch.setattr(builder, 'write_docnos', boom)
     with pytest.raises(RuntimeError, match='disk full'):
         GroupCorpusGraph.from_corpus_graph(cran_bm25_graph, tmp_path / 'g')
     assert list(tmp_path.iterdir()) == []

@@ -8,7 +8,8 @@ from _stub_engine import StubEngine, overlap, query_of
 
 from pyterrier_garen import ExtractiveSummarizer, ListwiseReranker, LLMSummarizer, YesNoScorer
 from pyterrier_garen._llm import Engine, UsageStats
-from pyterrier_garen._rerankers import PromptTemplate, window_starts
+from pyterrier_garen._driver import window_starts
+from pyterrier_garen._prompts import PromptTemplate
 
 VOCAB = 'alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron pi rho sigma tau'.split()
 
@@ -207,7 +208,7 @@ def test_missing_columns_are_reported():
 
 def test_accounting_counters_per_component():
     engine = StubEngine()
-    reranker, navigator = engine.reranker(), engine.navigator()
+    reranker, navigator = ListwiseReranker(engine), YesNoScorer(engine)
     inp = frame(num_queries=2, num_docs=10)
     reranker(inp)
     navigator(inp)
@@ -227,8 +228,8 @@ def test_accounting_counters_per_component():
 
 def test_factories_share_the_engine_and_repr_rebuilds():
     engine = StubEngine()
-    components = [engine.reranker(window=10, stride=5, prompt='reasoning'), engine.navigator(batch_size=4),
-                  engine.summarizer(max_doc_tokens=64)]
+    components = [ListwiseReranker(engine, window=10, stride=5, prompt='reasoning'), YesNoScorer(engine, batch_size=4),
+                  LLMSummarizer(engine, max_doc_tokens=64)]
     assert all(c.engine is engine for c in components)
     env = {'ListwiseReranker': ListwiseReranker, 'YesNoScorer': YesNoScorer, 'LLMSummarizer': LLMSummarizer,
            'StubEngine': lambda: engine}
@@ -402,7 +403,7 @@ def test_garen_batches_llm_calls_across_queries():
                           for q, text in queries.items() for r, d in enumerate(docnos[::-1][:40])])
     engine = StubEngine()
     loader = pt.apply.generic(lambda df: df.assign(text=df['docno'].map(texts)))
-    reranker, navigator = engine.reranker(window=20), engine.navigator()
+    reranker, navigator = ListwiseReranker(engine, window=20), YesNoScorer(engine)
     out = GAREN(loader >> reranker, graph, navigator, window=20, keep=10, budget=50)(first)
     assert out.groupby('qid').size().to_dict() == {'q1': 50, 'q2': 50, 'q3': 50}
     generate = [len(c) for m, c, _ in engine.log if m == 'generate']

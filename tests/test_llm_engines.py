@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pandas as pd
 import pytest
 
+from pyterrier_garen import ListwiseReranker, YesNoScorer
 from pyterrier_garen._llm import Engine, OpenAIEngine, render_chat, softmax_yes
 
 MODEL = 'fake-model'
@@ -270,7 +271,7 @@ def test_components_count_the_tokens_the_server_reports(server):
     engine = OpenAIEngine([srv.url], MODEL, max_concurrency=4)
     inp = pd.DataFrame({'qid': ['1', '1', '2', '2'], 'query': ['q one', 'q one', 'q two', 'q two'],
                         'docno': ['a', 'b', 'c', 'd'], 'text': ['good text', 'bad text', 'other', 'good']})
-    navigator, reranker = engine.navigator(), engine.reranker()
+    navigator, reranker = YesNoScorer(engine), ListwiseReranker(engine)
     scores = navigator(inp).set_index('docno')['score']
     assert scores.to_dict() == pytest.approx({'a': 0.8, 'b': 0.2, 'c': 0.2, 'd': 0.8})
     out = reranker(inp)

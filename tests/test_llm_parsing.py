@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyterrier_garen._llm_summarizer import extract_json, parse_summary
-from pyterrier_garen._rerankers import check_ranking, parse_ranking, window_starts
+from pyterrier_garen._driver import window_starts
+from pyterrier_garen._rerankers import check_ranking, parse_ranking
 
 
 @pytest.mark.parametrize(('text', 'n', 'expected'), [

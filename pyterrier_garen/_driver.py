@@ -1,0 +1,274 @@
+"""The search driver: per-query searches as coroutines, advanced in lock-step so each step is ONE model call.
+
+Every windowed search of the package (GAREN, the document-level variant, SlideGAR, RGS, sliding-window re-ranking)
+is a :class:`WindowSearch`: its per-query search is a generator that ``yield``s a request -- a window to re-rank
+(:data:`RERANK`), rows for the navigator to score (:data:`NAVIGATE`) or an observation for the trace (:data:`EVENT`)
+-- and receives the answer. :func:`run_batched` drives the generators of all queries together, so one reranker call
+covers the windows of every active query (what makes an LLM engine efficient), and the result equals running the
+queries one at a time.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._frames import first_stage, neighbour_lookup, ranking_frame
+from ._params import Rebuildable
+
+__all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
+           'QueryState', 'WindowSearch']
+
+RERANK = 'rerank'
+NAVIGATE = 'navigate'
+EVENT = 'event'
+STATS_COLUMNS = ['qid', 'docs_reranked', 'groups_scored', 'reranker_calls', 'navigator_calls', 'iterations']
+
+Request = Tuple[str, Any]  # (RERANK, docnos) | (NAVIGATE, {column: values}) | (EVENT, {field: value})
+Search = Generator[Request, Any, Any]
+Key = Tuple[Any, str]  # (qid, query)
+Observer = Callable[[Key, str, Any], None]
+
+
+def run_batched(searches: Dict[Key, Search], handlers: Dict[str, Callable[[list], list]], *,
+                observer: Optional[Observer] = None, desc: str = 'searching',
+                verbose: bool = False) -> Dict[Key, Any]:
+    """Drive per-query search coroutines in lock-step, one model call per step for all of them.
+
+    Args:
+        searches: ``{(qid, query): coroutine}``; each coroutine yields ``(kind, payload)`` requests, receives the
+            answer and finally returns its result.
+        handlers: ``{kind: handler}``; a handler gets ``[(qid, query, payload), ...]`` and returns the answers in
+            the same order. When several kinds are pending, the first kind in ``handlers`` is served first (the
+            others wait), which keeps the queries in the same iteration.
+        observer: called as ``observer(key, kind, payload)`` for every request, model requests and :data:`EVENT`
+            observations alike; events are answered with ``None`` at once and never reach a handler.
+        desc: progress-bar label.
+        verbose: show a progress bar over queries.
+
+    Returns:
+        ``{(qid, query): result}``.
+    """
+    results: Dict[Key, Any] = {}
+    pending: Dict[Key, Request] = {}
+    pbar = pt.tqdm(total=len(searches), desc=desc, unit='query') if verbose else None
+
+    def advance(key, answer):
+        search = searches[key]
+        try:
+            request = search.send(answer)
+            while request[0] == EVENT:
+                if observer is not None:
+                    observer(key, EVENT, request[1])
+                request = search.send(None)
+        except StopIteration as stop:
+            pending.pop(key, None)
+            results[key] = stop.value
+            if pbar is not None:
+                pbar.update()
+            return
+        if observer is not None:
+            observer(key, *request)
+        pending[key] = request
+
+    for key in searches:
+        advance(key, None)
+    while pending:
+        kind = next(k for k in handlers if any(req[0] == k for req in pending.values()))
+        keys = [key for key, req in pending.items() if req[0] == kind]
+        answers = handlers[kind]([(*key, pending[key][1]) for key in keys])
+        for key, answer in zip(keys, answers, strict=True):
+            advance(key, answer)
+    if pbar is not None:
+        pbar.close()
+    return results
+
+
+def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
+    """One call of ``model`` over the rows of all requests; the returned ``score`` of each request row."""
+    lengths = [len(payload['docno']) for _, _, payload in requests]
+    frame = pd.DataFrame({
+        'qid': np.repeat([qid for qid, _, _ in requests], lengths),
+        'query': np.repeat([query for _, query, _ in requests], lengths),
+        **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
+                                for _, _, payload in requests]) for col in requests[0][2]},
+    })
+    out = model(frame)
+    if 'score' not in out.columns or 'docno' not in out.columns:
+        raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
+    returned = pd.Series(out['score'].to_numpy(dtype=float),
+                         index=pd.MultiIndex.from_arrays([out['qid'], out['docno'].astype(str)]))
+    scores = returned[~returned.index.duplicated()].reindex(pd.MultiIndex.from_arrays([frame.qid, frame.docno]))
+    missing = scores.isna().to_numpy()
+    if missing.any():
+        qids = sorted({str(q) for q in frame.qid[missing]})
+        warnings.warn(f'the {role} {model!r} returned no score for {missing.sum()} rows (qids {qids[:5]}); '
+                      'they are ranked last', stacklevel=3)
+    return np.split(np.nan_to_num(scores.to_numpy(), nan=-np.inf), np.cumsum(lengths)[:-1])
+
+
+def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[List[str]]]:
+    """Handler of :data:`RERANK` requests: orders each window by descending reranker score, ties by window order.
+
+    The reranker receives ``qid, query, docno, score, rank`` rows, where ``score``/``rank`` give the current window
+    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself.
+    """
+    def handle(requests):
+        requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
+                                  'rank': np.arange(len(docs))}) for qid, query, docs in requests]
+        scores = _call(reranker, requests, 'reranker')
+        return [[payload['docno'][i] for i in np.lexsort((np.arange(len(s)), -s))]
+                for (_, _, payload), s in zip(requests, scores, strict=True)]
+    return handle
+
+
+def score_handler(navigator: pt.Transformer) -> Callable[[list], List[np.ndarray]]:
+    """Handler of :data:`NAVIGATE` requests: the navigator's score of every row (``-inf`` when it returns none)."""
+    return lambda requests: _call(navigator, requests, 'navigator')
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the sliding window (RankGPT order), shared by sliding-window re-ranking, RGS and the listwise LLM reranker
+
+def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
+    """Start positions of the sliding windows over a list of ``num_docs``, bottom window first (RankGPT order).
+
+    The windows ``[s, s + window)`` cover the list from the bottom to the top, each ``stride`` above the previous
+    one; the last one starts at 0. A list no longer than ``window`` has one window.
+    """
+    if num_docs <= 0:
+        return []
+    if num_docs <= window:
+        return [0]
+    return list(range(num_docs - window, 0, -stride)) + [0]
+
+
+def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None) -> Search:
+    """Re-rank ``ranking`` in place with the windows of :func:`window_starts`, from the bottom up.
+
+    The pass ends with the window that starts at position 0, so the best documents bubble to the top. With
+    ``is_new``, it also ends at the first window without a new document (RGS).
+    """
+    for start in window_starts(len(ranking), window, stride):
+        end = min(start + window, len(ranking))
+        if is_new is not None and not any(map(is_new, ranking[start:end])):
+            break
+        ranking[start:end] = yield RERANK, ranking[start:end]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the one base class of every windowed search
+
+@dataclass
+class QueryState:
+    """What one query's search knows: ``R_0``, the observed documents and the navigator cache ``Pi_q``."""
+    r0: List[str]
+    neighbours: Callable[[str], List[str]]
+    rank0: Dict[str, int] = field(init=False)
+    observed: Dict[str, int] = field(default_factory=dict)  # docno -> 1-based step it was first sent to the reranker
+    last: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # docno -> (iteration, position) last re-ranked
+    cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
+    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
+    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
+
+    def __post_init__(self):
+        self.rank0 = {d: i for i, d in enumerate(self.r0)}
+
+    def unobserved_r0(self) -> Iterable[str]:
+        """The documents of ``R_0`` not yet observed, in rank order."""
+        return (d for d in self.r0 if d not in self.observed)
+
+    def navigate(self, keys: Sequence[Any], rows: Dict[str, list]) -> Generator[Request, Any, Dict[Any, float]]:
+        """Score ``rows`` with the navigator (one request), cache the scores under ``keys`` and return them."""
+        if not keys:
+            return {}
+        scores = yield NAVIGATE, rows
+        new = dict(zip(keys, map(float, scores), strict=True))
+        self.cache.update(new)
+        return new
+
+    def backfill(self, chosen: List[str], n: int) -> List[str]:
+        """Complete ``chosen`` to ``n`` documents with unobserved documents of ``R_0`` in rank order."""
+        picked = set(chosen)
+        extra = (d for d in self.unobserved_r0() if d not in picked)
+        return chosen + [d for _, d in zip(range(n - len(chosen)), extra)]
+
+
+class _Recorder:
+    """Observer of a batched run: model calls per query and, when asked, the trace of :data:`EVENT` observations.
+
+    Events carry an ``iteration`` field; consecutive events of the same iteration of one query merge into one step.
+    """
+
+    def __init__(self, trace: bool):
+        self.trace = trace
+        self.calls: Dict[Key, Dict[str, int]] = {}
+        self.steps: Dict[Key, List[Dict[str, Any]]] = {}
+
+    def __call__(self, key: Key, kind: str, payload: Any) -> None:
+        if kind != EVENT:
+            counts = self.calls.setdefault(key, {})
+            counts[kind] = counts.get(kind, 0) + 1
+        elif self.trace:
+            steps = self.steps.setdefault(key, [])
+            if steps and steps[-1]['iteration'] == payload['iteration']:
+                steps[-1].update(payload)
+            else:
+                steps.append(dict(payload))
+
+
+class WindowSearch(Rebuildable, pt.Transformer):
+    """Base of every windowed search: one coroutine per query, all queries batched, a ranking frame out.
+
+    A subclass stores its ``reranker`` (and ``navigator`` when it has one), ``verbose`` and ``trace``, and defines
+    :meth:`_search`, the per-query search over a :class:`QueryState`. ``columns`` names the integer columns
+    :meth:`_columns` adds to the output (``iteration`` by default).
+
+    After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
+    reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
+    iteration (``qid`` plus what the search observed).
+    """
+    reranker: pt.Transformer
+    navigator: Optional[pt.Transformer] = None
+    verbose: bool = False
+    trace: bool = False
+    columns: Tuple[str, ...] = ('iteration',)
+
+    def _graph(self) -> Any:
+        """The graph whose ``neighbours`` the search follows (None if it follows none)."""
+        return None
+
+    def _search(self, state: QueryState) -> Search:
+        """Yield requests and return the final ranking of the observed documents of one query."""
+        raise NotImplementedError
+
+    def _columns(self, state: QueryState, ranking: List[str]) -> Dict[str, list]:
+        return {'iteration': [state.observed[d] for d in ranking]}
+
+    def _handlers(self) -> Dict[str, Callable[[list], list]]:
+        handlers = {}
+        if self.navigator is not None:  # navigator first: keeps every query in the same iteration
+            handlers[NAVIGATE] = score_handler(self.navigator)
+        handlers[RERANK] = rerank_handler(self.reranker)
+        return handlers
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """Run the search for every query of ``inp`` (a first-stage result frame)."""
+        queries = first_stage(inp, context=self)
+        graph = self._graph()
+        neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
+        states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
+        recorder = _Recorder(self.trace)
+        rankings = run_batched({key: self._search(state) for key, state in states.items()}, self._handlers(),
+                               observer=recorder, desc=type(self).__name__, verbose=self.verbose)
+        self.last_stats = pd.DataFrame(
+            [(key[0], len(s.observed), len(s.cache), recorder.calls.get(key, {}).get(RERANK, 0),
+              recorder.calls.get(key, {}).get(NAVIGATE, 0), max(s.observed.values(), default=0))
+             for key, s in states.items()], columns=STATS_COLUMNS)
+        self.last_trace = [{'qid': key[0], **step} for key in states for step in recorder.steps.get(key, [])]
+        return ranking_frame([(*key, rankings[key], self._columns(states[key], rankings[key])) for key in states],
+                             self.columns)

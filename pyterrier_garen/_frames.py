@@ -1,0 +1,63 @@
+"""Result-frame plumbing shared by every search: reading the first stage, writing rankings, graph look-ups."""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+__all__ = ['RESULT_COLUMNS', 'first_stage', 'ranking_frame', 'neighbour_lookup']
+
+RESULT_COLUMNS = ['qid', 'query', 'docno', 'score', 'rank']
+
+
+def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> List[Tuple[Any, str, List[str]]]:
+    """``[(qid, query, R_0)]`` with ``R_0`` the docnos by ``rank`` (else descending ``score``, else input order).
+
+    Duplicate docnos of a query keep their first occurrence in that order, with a warning.
+    """
+    pt.validate.result_frame(inp, extra_columns=['query'], context=context)
+    order = [c for c in ('rank', 'score') if c in inp.columns][:1]
+    frame = inp.sort_values(order, ascending='rank' in order, kind='stable') if order else inp
+    frame = frame.assign(docno=frame['docno'].astype(str))
+    duplicated = frame.duplicated(['qid', 'docno']).to_numpy()
+    if duplicated.any():
+        warnings.warn(f'{context!r}: dropped {duplicated.sum()} duplicate docnos (kept the first occurrence of each '
+                      f'per query)', stacklevel=3)
+        frame = frame[~duplicated]
+    return [(qid, group['query'].iloc[0], group['docno'].tolist()) for qid, group in frame.groupby('qid', sort=False)]
+
+
+def ranking_frame(rankings: List[Tuple[Any, str, List[str], Dict[str, Sequence]]],
+                  columns: Sequence[str] = ()) -> pd.DataFrame:
+    """Result frame of ``[(qid, query, docnos, {column: values})]``, score strictly decreasing with rank."""
+    lengths = [len(docnos) for _, _, docnos, _ in rankings]
+    ranks = np.concatenate([np.arange(n) for n in lengths]) if rankings else np.zeros(0, dtype=int)
+    frame = pd.DataFrame({
+        'qid': np.repeat([r[0] for r in rankings], lengths).astype(object),
+        'query': np.repeat([r[1] for r in rankings], lengths).astype(object),
+        'docno': np.concatenate([np.asarray(r[2], dtype=object) for r in rankings]) if rankings else [],
+        'score': np.repeat(np.asarray(lengths, dtype=float), lengths) - ranks,
+        'rank': ranks,
+    }, columns=RESULT_COLUMNS)
+    for col in columns:
+        frame[col] = np.concatenate([np.asarray(r[3][col], dtype=int) for r in rankings]) if rankings else []
+        frame[col] = frame[col].astype(int)
+    return frame
+
+
+def neighbour_lookup(graph: Any) -> Callable[[str], List[str]]:
+    """Cached ``N_k(d)`` of a graph with ``neighbours(docno)``: docnos as ``str``, without ``d``, ``[]`` if unknown."""
+    cache: Dict[str, List[str]] = {}
+
+    def neighbours(docno: str) -> List[str]:
+        if docno not in cache:
+            try:
+                found = graph.neighbours(docno)
+            except (LookupError, ValueError):  # pyterrier-adaptive graphs raise on docnos they do not hold
+                found = ()
+            cache[docno] = list(dict.fromkeys(str(n) for n in found if str(n) != docno))
+        return cache[docno]
+    return neighbours

@@ -1,0 +1,148 @@
+"""Building a :class:`~pyterrier_garen.GroupCorpusGraph`: graph arrays -> Leiden partition -> artifact folder.
+
+The folder is written with ``pt.io.finalized_directory`` (a temporary sibling renamed into place), ``pt_meta.json``
+last, so a half-built artifact is never mistaken for a built one.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Dict, Optional, Sequence, Union
+
+import numpy as np
+import pyterrier as pt
+
+from ._graphs import write_docnos
+from ._group_graph import FORMAT_VERSION, GroupCorpusGraph
+from ._io import write_json
+
+__all__ = ['build_group_graph', 'graph_arrays', 'fingerprint']
+
+
+def graph_arrays(graph) -> tuple:
+    """``(docnos, edges, weights)`` of any pyterrier-adaptive corpus graph (``np_topk`` fast path, else generic)."""
+    if isinstance(graph, GroupCorpusGraph):
+        return graph.docnos_list(), np.asarray(graph.edges_data), np.asarray(graph.weights_data, dtype=np.float32)
+    # the np_topk format stores its docnos in ``docnos.npids`` (pyterrier-adaptive exposes no public accessor)
+    lookup_path = Path(getattr(graph, 'path', '') or '.') / 'docnos.npids'
+    if not hasattr(graph, 'path') or not lookup_path.is_file():
+        raise TypeError(f'{graph!r} has no docnos.npids; pass a pyterrier_adaptive NpTopKCorpusGraph or use '
+                        'GroupCorpusGraph.from_arrays(path, docnos, edges, weights)')
+    from npids import Lookup
+    with Lookup(str(lookup_path)) as lookup:
+        count = len(lookup)
+        docnos = [str(d) for d in lookup.fwd[np.arange(count)]]
+    if hasattr(graph, 'edges_data'):
+        edges, weights = np.asarray(graph.edges_data), np.asarray(graph.weights_data, dtype=np.float32)
+    else:  # any CorpusGraph: ask for every node's neighbours by internal id
+        pairs = [graph.neighbours(i, weights=True) for i in range(count)]
+        edges = np.stack([np.asarray(p[0]) for p in pairs])
+        weights = np.stack([np.asarray(p[1], dtype=np.float32) for p in pairs])
+    return docnos, edges, weights
+
+
+def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray, *,
+                labels: Optional[Sequence[int]] = None, max_group_size: int = 20, resolution: float = 1.0,
+                randomness: float = 0.001, seed: int = 42, backend: str = 'igraph', overwrite: bool = False,
+                verbose: bool = False, source: Optional[Dict[str, Any]] = None) -> GroupCorpusGraph:
+    """Write an artifact from raw arrays: ``docnos`` (n), ``edges``/``weights`` (n, k) by position.
+
+    With ``labels`` (one group label per document) the partition is taken as given instead of running Leiden
+    (useful for hand-built graphs in tests and for partitions computed elsewhere).
+    """
+    from ._partition import leiden_partition
+    path = Path(path)
+    docnos = [str(d) for d in docnos]
+    edges = np.asarray(edges, dtype=np.int64)
+    weights = np.asarray(weights, dtype=np.float32)
+    n = len(docnos)
+    if edges.ndim != 2 or edges.shape[0] != n or weights.shape != edges.shape:
+        raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
+    if len(set(docnos)) != n:
+        raise ValueError('docnos must be unique')
+    # store documents in string-sorted docno order: npids then round-trips every docno (see DESIGN.md)
+    order = np.argsort(np.asarray(docnos, dtype=object), kind='stable')
+    new_id = np.empty(n, dtype=np.int64)
+    new_id[order] = np.arange(n)
+    sorted_docnos = [docnos[i] for i in order]
+    edges = new_id[edges[order]] if n else edges
+    weights = weights[order]
+    params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
+              'seed': seed, 'backend': backend if labels is None else 'given'}
+    if (path / 'pt_meta.json').exists() and not overwrite:
+        existing = GroupCorpusGraph(path)
+        stored = {k: existing.meta.get('partition', {}).get(k) for k in params}
+        same_graph = existing.meta.get('graph_sha256') == fingerprint(sorted_docnos, edges)
+        if stored == params and same_graph:
+            return existing
+        diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
+        raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
+                              f'{diff or "other graph"}; pass overwrite=True to rebuild it')
+    started = time.time()
+    if labels is None:
+        part = leiden_partition(edges, weights, max_group_size=max_group_size, resolution=resolution,
+                                randomness=randomness, seed=seed, backend=backend, verbose=verbose)
+        group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
+            part.leiden_calls
+    else:
+        raw = np.asarray(labels)
+        if len(raw) != n:
+            raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
+        # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
+        _, group_labels = np.unique(raw, return_inverse=True)
+        group_labels = group_labels.reshape(-1)[order]
+        unsplittable, modularity, calls = [], float('nan'), 0
+    num_groups = int(group_labels.max()) + 1 if n else 0
+    member_order = np.argsort(group_labels, kind='stable')
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
+    sizes = np.diff(offsets)
+    over = [int(g) for g in np.nonzero(sizes > max_group_size)[0]]
+    if over and labels is None:
+        warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
+                      f'no split (near-duplicate documents?): groups {over[:10]}', stacklevel=2)
+    meta = {
+        'type': GroupCorpusGraph.ARTIFACT_TYPE, 'format': GroupCorpusGraph.ARTIFACT_FORMAT,
+        'package_hint': GroupCorpusGraph.ARTIFACT_PACKAGE_HINT,
+        'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
+        'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
+                      'modularity': modularity, 'leiden_calls': calls,
+                      'seconds': round(time.time() - started, 3)},
+        'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # build beside the target and move into place (pt_meta.json last): a half-built folder is never taken for a
+    # built one, and an existing artifact is replaced only once the new one is complete
+    staging = path.with_name(f'{path.name}.building') if path.exists() else path
+    with pt.io.finalized_directory(str(staging)) as tmp:
+        tmp = Path(tmp)
+        edges.astype(np.uint32).tofile(tmp / 'edges.u32.np')
+        weights.astype(np.float16).tofile(tmp / 'weights.f16.np')
+        write_docnos(sorted_docnos, tmp / 'docnos.npids')
+        group_labels.astype(np.uint32).tofile(tmp / 'group_of.u32.np')
+        offsets.astype(np.uint64).tofile(tmp / 'group_offsets.u64.np')
+        member_order.astype(np.uint32).tofile(tmp / 'group_members.u32.np')
+        write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
+    if staging != path:
+        _swap(staging, path)
+    return GroupCorpusGraph(path)
+
+
+def _swap(new: Path, path: Path) -> None:
+    """Replace the folder ``path`` by the complete folder ``new``; the old one is removed only after the move."""
+    old = path.with_name(f'.{path.name}.replaced')
+    if old.exists():
+        shutil.rmtree(old)
+    os.replace(path, old)
+    os.replace(new, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:
+    """SHA-256 of the docnos and edges (in stored order): tells whether a rebuild request names the same graph."""
+    digest = hashlib.sha256('\n'.join(docnos).encode())
+    digest.update(np.ascontiguousarray(edges, dtype=np.uint32).tobytes())
+    return digest.hexdigest()

@@ -1,0 +1,63 @@
+"""Prompts: chat templates shipped as package data (``pyterrier_garen/prompts/*.txt``), rendered with fields,
+identified by a hash recorded wherever their output is stored."""
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any, Dict, List
+
+import numpy as np
+
+__all__ = ['PromptTemplate', 'clean_text', 'PROMPT_DIR', 'THINK_PREFILL']
+
+Conversation = List[Dict[str, str]]
+#: Assistant prefill of an empty reasoning block (Qwen3's non-thinking answer start).
+THINK_PREFILL = '<think>\n\n</think>\n\n'
+PROMPT_DIR = Path(__file__).parent / 'prompts'
+_SECTION = re.compile(r'^=== (system|user|assistant) ===[ \t]*$', re.M)
+_FIELD = re.compile(r'\{(\w+)\}')
+
+
+class PromptTemplate:
+    """A chat prompt stored as package data (``pyterrier_garen/prompts/<name>.txt``).
+
+    The file holds sections introduced by ``=== system ===``, ``=== user ===`` or ``=== assistant ===`` lines; fields
+    are written ``{name}`` and filled in one pass (text inserted into a field is never re-scanned, and braces that are
+    not a known field, e.g. in a JSON example, stay as they are).
+
+    Attributes:
+        name: the prompt's name (file stem).
+        text: the file's content.
+        hash: the first 12 hex digits of the SHA-256 of the file (record it wherever the prompt's output is stored).
+    """
+
+    def __init__(self, name: str):
+        path = PROMPT_DIR / f'{name}.txt'
+        if not path.is_file():
+            known = sorted(p.stem for p in PROMPT_DIR.glob('*.txt'))
+            raise ValueError(f'unknown prompt {name!r}; the package ships {known}')
+        self.name = name
+        self.text = path.read_text(encoding='utf8')
+        self.hash = hashlib.sha256(self.text.encode('utf8')).hexdigest()[:12]
+        parts = _SECTION.split(self.text)
+        self.sections = [(role, content.strip('\n')) for role, content in zip(parts[1::2], parts[2::2], strict=True)]
+        if not self.sections:
+            raise ValueError(f'prompt file {path} has no "=== system ===" / "=== user ===" sections')
+
+    def __repr__(self):
+        return f'PromptTemplate({self.name!r})'
+
+    def messages(self, **values: Any) -> Conversation:
+        """The conversation with the fields filled from ``values``."""
+        def fill(match):
+            key = match.group(1)
+            return str(values[key]) if key in values else match.group(0)
+        return [{'role': role, 'content': _FIELD.sub(fill, content)} for role, content in self.sections]
+
+
+def clean_text(text: Any) -> str:
+    """One line of text: whitespace runs collapsed; ``None`` and NaN become the empty string."""
+    if text is None or (isinstance(text, float) and np.isnan(text)):
+        return ''
+    return ' '.join(str(text).split())

@@ -1,0 +1,61 @@
+"""Stored-vector plumbing shared by the embedding reranker and navigators: query vectors encoded once, document
+vectors read from a ``pyterrier_dr.FlexIndex`` (nothing is re-encoded per query or per iteration)."""
+from __future__ import annotations
+
+from typing import Dict
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._params import Rebuildable
+
+__all__ = ['QueryVectors', 'VectorComponent', 'unit']
+
+
+class QueryVectors:
+    """Encodes query texts once and keeps their vectors (unit length)."""
+
+    def __init__(self, encoder):
+        self.encoder = encoder
+        self.cache: Dict[str, np.ndarray] = {}
+
+    def __call__(self, queries) -> np.ndarray:
+        missing = sorted({q for q in queries if q not in self.cache})
+        if missing:
+            vecs = unit(np.asarray(self.encoder.encode_queries(missing), dtype=np.float32))
+            self.cache.update(zip(missing, vecs))
+        return np.stack([self.cache[q] for q in queries]) if len(queries) else np.zeros((0, 0), np.float32)
+
+
+def unit(vecs: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero)."""
+    norms = np.linalg.norm(vecs, axis=-1, keepdims=True)
+    return vecs / np.where(norms == 0, 1, norms)
+
+
+class VectorComponent(Rebuildable, pt.Transformer):
+    """Shared plumbing: the FlexIndex, the encoder and the cached query vectors."""
+
+    def __init__(self, vectors, encoder=None):
+        self.vectors = vectors
+        if encoder is None:
+            from ._graphs import minilm_encoder
+            encoder = minilm_encoder()
+        self.encoder = encoder
+        self._queries = QueryVectors(encoder)
+
+    def _doc_vectors(self, docnos) -> np.ndarray:
+        """Unit vectors of docnos; zero vectors for docnos the index does not hold."""
+        from ._graphs import lookup_ids
+        lookup, dvecs, _ = self.vectors.payload()
+        ids = lookup_ids(lookup, docnos)
+        ok = ids >= 0
+        out = np.zeros((len(ids), dvecs.shape[1]), dtype=np.float32)
+        out[ok] = unit(np.asarray(dvecs[ids[ok]], dtype=np.float32))
+        return out
+
+    @staticmethod
+    def with_scores(inp: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
+        out = inp.assign(score=scores.astype(np.float64))
+        return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))
