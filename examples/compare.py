@@ -15,7 +15,7 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
 import pandas as pd  # noqa: E402
 
-from pyterrier_garen._compare import SYSTEMS, compare  # noqa: E402
+from pyterrier_garen import SYSTEMS, compare  # noqa: E402
 
 
 def main(argv=None):

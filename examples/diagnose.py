@@ -16,7 +16,7 @@ import pandas as pd  # noqa: E402
 from pyterrier_adaptive import GAR  # noqa: E402
 
 from pyterrier_garen import GAREN, prepare  # noqa: E402
-from pyterrier_garen._compare import cpu_components, evaluation_qrels  # noqa: E402
+from pyterrier_garen import cpu_components, evaluation_qrels  # noqa: E402
 from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, recall_by_hop  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
 

@@ -30,6 +30,7 @@ _EXPORTS = {
     'cpu_components': '._compare',
     'build_systems': '._compare',
     'SYSTEMS': '._compare',
+    'evaluation_qrels': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',
     'Strategy': '._garen',
