@@ -51,6 +51,10 @@ _EXPORTS = {
     'VLLMEngine': '._llm',
     'OpenAIEngine': '._llm',
     'LLMSummarizer': '._llm_summarizer',
+    # offline jobs on Ray (_ray.py; ray itself is imported only when a job runs)
+    'RayOptions': '._ray',
+    'EngineSpec': '._ray',
+    'SummarizerSpec': '._ray',
 }
 
 __all__ = sorted(_EXPORTS)

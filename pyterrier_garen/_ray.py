@@ -1,0 +1,408 @@
+"""Offline jobs on a Ray cluster (Ray Data): group summaries and corpus encoding in a pool of actors.
+
+This is the only module of the package that imports ``ray``, and it does so inside the functions that need it, so
+``import pyterrier_garen`` stays light. Nothing here changes *what* the offline jobs produce: every actor runs the
+same summariser (or encoder) code as the single-process path, on the same batches, and the driver writes the results
+through the same summary store (or FlexIndex indexer).
+
+Models are never shipped to the actors. Each actor builds its own from a small picklable recipe:
+
+* :class:`EngineSpec`: which :class:`~pyterrier_garen._llm.Engine` to construct, with which arguments
+  (``EngineSpec('vllm', model='Qwen/Qwen3-4B')``);
+* :class:`SummarizerSpec`: an LLM summariser over an engine spec (``EngineSpec(...).summarizer(max_tokens=512)``);
+  summarisers without a model (:class:`~pyterrier_garen.ExtractiveSummarizer`) are sent as they are;
+* for encoding, a zero-argument factory such as :func:`~pyterrier_garen.minilm_encoder`.
+
+:class:`RayOptions` says where to run (a cluster address, or a local cluster) and how many actors to use.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs']
+
+_EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
+
+# short engine names accepted by EngineSpec (resolved inside the actor, so no model library is imported on the driver)
+_ENGINES = {
+    'vllm': 'pyterrier_garen._llm:VLLMEngine',
+    'openai': 'pyterrier_garen._llm:OpenAIEngine',
+    'transformers': 'pyterrier_garen._llm:TransformersEngine',
+}
+_SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
+
+
+def _import_ray():
+    """``(ray, ray.data)``, or an ImportError naming the extra to install."""
+    try:
+        ray = importlib.import_module('ray')
+        data = importlib.import_module('ray.data')
+    except ImportError as ex:
+        raise ImportError(f'running offline jobs on Ray needs Ray Data, which is not installed; install the extra '
+                          f'with `{_EXTRA_HINT}` (or `pip install "ray[data]"`)') from ex
+    return ray, data
+
+
+def _resolve(target: Union[str, type, Callable]) -> Callable:
+    """A class or factory from an object, a short engine name or a ``'module:attribute'`` path."""
+    if not isinstance(target, str):
+        return target
+    path = _ENGINES.get(target, target)
+    module, sep, attr = path.partition(':')
+    if not sep:
+        raise ValueError(f'unknown engine {target!r}: use one of {sorted(_ENGINES)}, an Engine class, or a '
+                         '"package.module:Class" path')
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except AttributeError as ex:
+        raise ValueError(f'{module} has no {attr!r} (from engine {target!r})') from ex
+
+
+def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else v)
+            for k, v in kwargs.items()}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# recipes built inside the actors
+# ---------------------------------------------------------------------------------------------------------------------
+class EngineSpec:
+    """A picklable recipe for an LLM engine, built where it runs (in each Ray actor) instead of being shipped.
+
+    Args:
+        engine: ``'vllm'``, ``'transformers'``, ``'openai'``, an :class:`~pyterrier_garen._llm.Engine` subclass,
+            or a ``'package.module:Class'`` path.
+        **kwargs: the engine's constructor arguments; ``model`` is required (it is recorded as provenance before
+            any engine is built). E.g. ``EngineSpec('vllm', model='Qwen/Qwen3-4B', max_model_len=8192)`` or
+            ``EngineSpec('openai', base_url='http://node1:8000/v1', model='Qwen/Qwen3-4B')``.
+
+    Raises:
+        ValueError: without ``model``.
+    """
+
+    def __init__(self, engine: Union[str, type], **kwargs):
+        if not kwargs.get('model'):
+            raise ValueError(f'EngineSpec({engine!r}, ...) needs model=..., the model id recorded with the summaries')
+        self.engine = engine
+        self.kwargs = kwargs
+
+    @property
+    def model(self) -> str:
+        return str(self.kwargs['model'])
+
+    def __repr__(self):
+        engine = self.engine if isinstance(self.engine, str) else getattr(self.engine, '__name__', repr(self.engine))
+        args = ''.join(f', {k}={v!r}' for k, v in _masked(self.kwargs).items())
+        return f'EngineSpec({engine!r}{args})'
+
+    def __eq__(self, other):
+        return isinstance(other, EngineSpec) and (self.engine, self.kwargs) == (other.engine, other.kwargs)
+
+    def build(self):
+        """Construct the engine (loads the model)."""
+        return _resolve(self.engine)(**self.kwargs)
+
+    def summarizer(self, **kwargs) -> 'SummarizerSpec':
+        """A :class:`SummarizerSpec` of an LLM summariser on this engine (keyword arguments: ``LLMSummarizer``'s)."""
+        return SummarizerSpec(self, **kwargs)
+
+
+class _ModelOnly:
+    """Stands in for an engine where only its model id is needed (the summariser's provenance), never called."""
+
+    def __init__(self, model: str):
+        self.model = model
+
+    def __getattr__(self, name):
+        raise RuntimeError(f'the engine of {self.model!r} is only built inside the Ray actors')
+
+
+class SummarizerSpec:
+    """A picklable recipe for an LLM summariser: each Ray actor builds its own engine and summariser from it.
+
+    Args:
+        engine: an :class:`EngineSpec`.
+        summarizer: the summariser class or ``'module:Class'`` path (default ``LLMSummarizer``); it is called as
+            ``summarizer(engine, **kwargs)``.
+        **kwargs: the summariser's options (``max_tokens``, ``max_doc_tokens``, ``batch_size``, ``retries``).
+    """
+
+    def __init__(self, engine: EngineSpec, *, summarizer: Union[str, type] = 'pyterrier_garen:LLMSummarizer',
+                 **kwargs):
+        if not isinstance(engine, EngineSpec):
+            raise TypeError(f'SummarizerSpec needs an EngineSpec, got {type(engine).__name__}; e.g. '
+                            "EngineSpec('vllm', model='Qwen/Qwen3-4B').summarizer()")
+        self.engine = engine
+        self.summarizer = summarizer
+        self.kwargs = kwargs
+
+    def __repr__(self):
+        args = ''.join(f', {k}={v!r}' for k, v in self.kwargs.items())
+        return f'SummarizerSpec({self.engine!r}{args})'
+
+    def build(self):
+        """Construct the engine and the summariser (loads the model)."""
+        return _resolve(self.summarizer)(self.engine.build(), **self.kwargs)
+
+    def config(self) -> Dict[str, Any]:
+        """The summariser's config (model id, prompt hash, options), computed without building the engine.
+
+        Every actor checks that the summariser it builds reports the same config.
+        """
+        return _resolve(self.summarizer)(_ModelOnly(self.engine.model), **self.kwargs).config()
+
+
+class _AsIs:
+    """A model-free summariser (e.g. ExtractiveSummarizer), pickled to the actors as it is."""
+
+    def __init__(self, summarizer):
+        self.summarizer = summarizer
+
+    def __repr__(self):
+        return repr(self.summarizer)
+
+    def build(self):
+        return self.summarizer
+
+    def config(self) -> Dict[str, Any]:
+        return self.summarizer.config()
+
+
+def as_recipe(summarizer) -> Union[SummarizerSpec, _AsIs]:
+    """What is sent to the actors for ``summarizer``: its recipe; a summariser holding a live engine is refused."""
+    if isinstance(summarizer, (SummarizerSpec, _AsIs)):
+        return summarizer
+    if isinstance(summarizer, EngineSpec):
+        return summarizer.summarizer()
+    if getattr(summarizer, 'engine', None) is not None:
+        raise TypeError(f'{summarizer!r} holds a live engine, which is never shipped to Ray actors (each actor loads '
+                        'its own model); pass a recipe instead, e.g. '
+                        "EngineSpec('vllm', model='Qwen/Qwen3-4B').summarizer(max_tokens=1024)")
+    if not callable(getattr(summarizer, 'summarize', None)):
+        raise TypeError(f'{summarizer!r} is not a Summarizer or a SummarizerSpec')
+    return _AsIs(summarizer)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# where to run
+# ---------------------------------------------------------------------------------------------------------------------
+@dataclass
+class RayOptions:
+    """Where and how an offline job runs on Ray.
+
+    Args:
+        address: the cluster (``'auto'``, ``'ray://head:10001'``, ``'head:6379'``); None: the cluster named by
+            ``$RAY_ADDRESS`` if set, else a new local cluster on this machine (shut down when the job ends). When
+            Ray is already initialised in this process, that connection is used and left open.
+        workers: actors in the pool (one engine or encoder each).
+        num_cpus: CPUs reserved per actor.
+        num_gpus: GPUs reserved per actor (1 for a ``VLLMEngine`` on one GPU; 0 for an ``OpenAIEngine`` client).
+        max_retries: retries of a batch whose summariser raised (a transient error); a worker process that dies
+            is always restarted and its batch retried by Ray.
+        init_kwargs: extra arguments for ``ray.init`` (``runtime_env``, ``num_cpus`` of a local cluster, ...).
+    """
+    address: Optional[str] = None
+    workers: int = 2
+    num_cpus: float = 1
+    num_gpus: float = 0
+    max_retries: int = 3
+    init_kwargs: Dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if int(self.workers) < 1:
+            raise ValueError(f'workers must be at least 1; got {self.workers}')
+        if self.max_retries < 0:
+            raise ValueError(f'max_retries must be >= 0; got {self.max_retries}')
+
+    def describe(self) -> Dict[str, Any]:
+        """What is recorded in an artifact about the run (no secrets: the address only)."""
+        return {'address': self.address, 'workers': int(self.workers), 'num_cpus': self.num_cpus,
+                'num_gpus': self.num_gpus}
+
+
+def ray_options(ray: Union[None, bool, str, RayOptions], **overrides) -> Optional[RayOptions]:
+    """Normalise a ``ray=`` argument: None/False (no Ray), True (default options), an address, or RayOptions."""
+    if ray is None or ray is False:
+        return None
+    if ray is True:
+        options = RayOptions()
+    elif isinstance(ray, str):
+        options = RayOptions(address=ray)
+    elif isinstance(ray, RayOptions):
+        options = ray
+    else:
+        raise TypeError(f'ray= takes True, a cluster address or RayOptions(...); got {type(ray).__name__}')
+    if overrides:
+        options = RayOptions(**{**options.__dict__, **{k: v for k, v in overrides.items() if v is not None}})
+    return options
+
+
+@contextlib.contextmanager
+def _session(options: RayOptions, verbose: bool):
+    """Connect to (or start) a Ray cluster for one job; disconnect afterwards unless the caller had connected."""
+    ray, data = _import_ray()
+    started = False
+    if not ray.is_initialized():
+        kwargs = {'logging_level': logging.INFO if verbose else logging.WARNING, 'log_to_driver': verbose,
+                  **options.init_kwargs}
+        ray.init(address=options.address, **kwargs)
+        started = True
+    try:
+        ctx = data.DataContext.get_current()
+        saved = {k: getattr(ctx, k) for k in ('enable_progress_bars', 'print_on_execution_start',
+                                               'retried_map_errors', 'max_map_retries')}
+        saved_order = ctx.execution_options.preserve_order
+        ctx.enable_progress_bars = verbose
+        ctx.print_on_execution_start = verbose
+        # an exception raised by the summariser/encoder is retried in the same actor up to max_retries times
+        ctx.retried_map_errors = options.max_retries > 0
+        ctx.max_map_retries = options.max_retries
+        try:
+            yield ray, data
+        finally:
+            for k, v in saved.items():
+                setattr(ctx, k, v)
+            ctx.execution_options.preserve_order = saved_order
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _compute(data, options: RayOptions) -> Dict[str, Any]:
+    return {'compute': data.ActorPoolStrategy(size=int(options.workers)), 'num_cpus': options.num_cpus,
+            'num_gpus': options.num_gpus or None}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# summaries
+# ---------------------------------------------------------------------------------------------------------------------
+class _SummarizeWorker:
+    """One Ray actor: builds its summariser (and engine) once, then answers whole summariser batches."""
+
+    def __init__(self, recipe, expected: Dict[str, Any]):
+        self.summarizer = recipe.build()
+        config = self.summarizer.config()
+        if config != expected:
+            raise ValueError(f'the summariser built in a Ray actor reports config {config}, the driver expected '
+                             f'{expected}; the recipe {recipe!r} does not describe it fully')
+
+    def _tokens(self) -> Tuple[int, int]:
+        stats = self.summarizer.stats() if callable(getattr(self.summarizer, 'stats', None)) else {}
+        return int(stats.get('prompt_tokens', 0)), int(stats.get('completion_tokens', 0))
+
+    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        out: Dict[str, list] = {'batch': [], 'records': [], 'prompt_tokens': [], 'completion_tokens': [],
+                                'pid': []}
+        for batch_id, payload in zip(batch['batch'], batch['payload']):
+            groups = json.loads(payload)
+            before = self._tokens()
+            records = self.summarizer.summarize(groups)
+            if len(records) != len(groups):
+                raise RuntimeError(f'{self.summarizer!r} returned {len(records)} records for {len(groups)} groups')
+            after = self._tokens()
+            out['batch'].append(int(batch_id))
+            out['records'].append(json.dumps([[g['group'], r] for g, r in zip(groups, records)]))
+            out['prompt_tokens'].append(after[0] - before[0])
+            out['completion_tokens'].append(after[1] - before[1])
+            out['pid'].append(os.getpid())
+        return {k: np.asarray(v, dtype=object if k == 'records' else np.int64) for k, v in out.items()}
+
+
+def summarize_batches(summarizer, batches: Sequence[Sequence[Dict[str, Any]]], *, options: RayOptions,
+                      config: Optional[Dict[str, Any]] = None,
+                      verbose: bool = False) -> Iterator[Tuple[List[Tuple[int, Dict[str, Any]]], Dict[str, int]]]:
+    """Summarise batches of groups in a Ray actor pool; yields ``(records, stats)`` per batch as batches finish.
+
+    Each batch is exactly one summariser call, as in the single-process path, so a deterministic summariser gives
+    the same records. ``records`` is a list of ``(group id, record)``; ``stats`` holds the batch's
+    ``prompt_tokens``/``completion_tokens`` and the ``pid`` of the actor. Batches finish in any order, and after a
+    worker failure a batch can arrive twice: the caller must accept each group once (the summary store does).
+
+    Args:
+        summarizer: a :class:`SummarizerSpec` (an LLM summariser, built in each actor) or a model-free summariser.
+        batches: lists of ``{'group': int, 'docs': [...]}`` dicts.
+        options: where to run and how many actors.
+        config: the config the summariser must report (default: the recipe's).
+        verbose: Ray's logs and progress bars.
+    """
+    recipe = as_recipe(summarizer)
+    expected = config if config is not None else recipe.config()
+    if not batches:
+        return
+    with _session(options, verbose) as (_, data):
+        items = [{'batch': i, 'payload': json.dumps(list(b))} for i, b in enumerate(batches)]
+        # one block per batch: a failure re-runs one summariser batch, not a whole block of them
+        ds = data.from_items(items, override_num_blocks=len(items))
+        out = ds.map_batches(_SummarizeWorker, batch_size=1, fn_constructor_kwargs={'recipe': recipe,
+                                                                                    'expected': expected},
+                             **_compute(data, options))
+        for row in out.iter_rows():
+            records = [(int(g), r) for g, r in json.loads(row['records'])]
+            yield records, {'batch': int(row['batch']), 'prompt_tokens': int(row['prompt_tokens']),
+                            'completion_tokens': int(row['completion_tokens']), 'pid': int(row['pid'])}
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# encoding
+# ---------------------------------------------------------------------------------------------------------------------
+class _EncodeWorker:
+    """One Ray actor: builds its document encoder once (``factory()``), then encodes batches of documents."""
+
+    def __init__(self, factory: Callable[[], Any]):
+        self.encoder = factory()
+
+    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        import pandas as pd
+        frame = pd.DataFrame({'docno': [str(d) for d in batch['docno']], 'text': [str(t) for t in batch['text']]})
+        encoded = self.encoder(frame)
+        if len(encoded) != len(frame) or list(encoded['docno']) != list(frame['docno']):
+            raise RuntimeError(f'{self.encoder!r} did not return one vector per document in input order')
+        return {'pos': np.asarray(batch['pos'], dtype=np.int64), 'docno': np.asarray(frame['docno'], dtype=object),
+                'doc_vec': np.stack([np.asarray(v, dtype=np.float32) for v in encoded['doc_vec']])}
+
+
+def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], options: RayOptions,
+                batch_size: int = 256, verbose: bool = False) -> Iterator[Dict[str, Any]]:
+    """Encode documents in a Ray actor pool; yields ``{'docno', 'doc_vec'}`` in the input order.
+
+    Args:
+        docs: ``{'docno', 'text'}`` dicts (the text to encode).
+        factory: a picklable zero-argument callable returning a document encoder transformer (adds ``doc_vec``),
+            e.g. :func:`~pyterrier_garen.minilm_encoder`; called once in each actor.
+        options: where to run and how many actors.
+        batch_size: documents per actor call.
+        verbose: Ray's logs and progress bars.
+
+    Raises:
+        TypeError: ``factory`` is a live transformer rather than a factory.
+    """
+    import pyterrier as pt
+    if isinstance(factory, pt.Transformer) or not callable(factory):
+        raise TypeError(f'{factory!r} is not an encoder factory: on Ray each actor builds its own encoder, so pass a '
+                        'zero-argument callable (e.g. pyterrier_garen.minilm_encoder or functools.partial(...))')
+    items = [{'pos': i, 'docno': str(d['docno']), 'text': str(d.get('text') or '')} for i, d in enumerate(docs)]
+    if not items:
+        return
+    with _session(options, verbose) as (_, data):
+        data.DataContext.get_current().execution_options.preserve_order = True
+        blocks = max(1, min(len(items) // batch_size, 4 * int(options.workers) * 8))
+        ds = data.from_items(items, override_num_blocks=blocks)
+        out = ds.map_batches(_EncodeWorker, batch_size=batch_size, fn_constructor_kwargs={'factory': factory},
+                             **_compute(data, options))
+        expected = 0
+        for batch in out.iter_batches(batch_size=None, batch_format='numpy'):
+            for pos, docno, vec in zip(batch['pos'], batch['docno'], batch['doc_vec']):
+                if int(pos) != expected:  # preserve_order guarantees this; a silent reorder would corrupt the index
+                    raise RuntimeError(f'Ray returned document {int(pos)} where {expected} was expected')
+                expected += 1
+                yield {'docno': str(docno), 'doc_vec': vec}
+        if expected != len(items):
+            raise RuntimeError(f'Ray returned {expected} vectors for {len(items)} documents')
