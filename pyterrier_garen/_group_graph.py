@@ -253,7 +253,8 @@ class GroupCorpusGraph(CorpusGraph):
         return f'{concept}: {summary}' if concept else summary
 
     def summarize(self, summarizer: Summarizer, corpus: Union[Iterable[Dict[str, Any]], Any], *,
-                  batch_size: int = 16, overwrite: bool = False, verbose: bool = False) -> 'GroupCorpusGraph':
+                  batch_size: int = 16, overwrite: bool = False, verbose: bool = False,
+                  ray: Any = None) -> 'GroupCorpusGraph':
         """Summarise every group and store the summaries in the artifact. Resumable.
 
         Records are appended to the :meth:`summary_store` batch by batch (flushed to disk); a rerun after an
@@ -266,10 +267,20 @@ class GroupCorpusGraph(CorpusGraph):
             batch_size: groups per summariser call (one engine call per batch for LLM summarisers).
             overwrite: replace existing summaries (or a partial run made with another summariser).
             verbose: show a progress bar.
+            ray: run the batches in a Ray actor pool: ``True`` (a local cluster, or ``$RAY_ADDRESS``), a cluster
+                address, or :class:`~pyterrier_garen.RayOptions`; ``summarizer`` is then a model-free summariser or
+                a :class:`~pyterrier_garen.SummarizerSpec` (each actor builds its own engine). Same batches, same
+                records, resumable the same way (``docs/scale.md``).
 
         Returns:
             ``self``, with the summaries available.
         """
+        from ._ray import as_recipe, ray_options, summarize_batches
+        ray = ray_options(ray)
+        if ray:
+            summarizer = as_recipe(summarizer)  # a live engine is refused here, before any work
+        elif hasattr(summarizer, 'build') and not hasattr(summarizer, 'summarize'):
+            summarizer = summarizer.build()  # a SummarizerSpec, run in this process
         config = summarizer.config()
         if self.has_summaries and not overwrite:
             if self.meta['summaries'].get('summarizer') == config:
@@ -284,16 +295,20 @@ class GroupCorpusGraph(CorpusGraph):
             provenance = {k: config.get(k) for k in ('name', 'model', 'prompt_hash')}
             progress = pt.tqdm(total=self.num_groups, initial=len(done), desc='summarising groups', unit='group',
                                disable=not verbose)
-            for start in range(0, len(todo), batch_size):
-                batch = [{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
-                records = summarizer.summarize(batch)
-                if len(records) != len(batch):
-                    raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
-                store.add({**record, 'group': group['group'], 'provenance': provenance}
-                          for group, record in zip(batch, records, strict=True))
-                progress.update(len(batch))
+            batches = [[{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
+                       for start in range(0, len(todo), batch_size)]
+            if ray:  # batches come back in any order, a retried one possibly twice: the store accepts each group once
+                results = (records for records, _ in summarize_batches(summarizer, batches, options=ray,
+                                                                        config=config, verbose=verbose))
+            else:
+                results = (_summarize_batch(summarizer, batch) for batch in batches)
+            for records in results:
+                progress.update(store.add({**record, 'group': gid, 'provenance': provenance}
+                                          for gid, record in records))
             progress.close()
         self.meta['summaries'] = store.finish(config)
+        if ray:
+            self.meta['summaries']['ray'] = ray.describe()
         write_json(self.path / 'pt_meta.json', self.meta)
         store.discard_partial()
         self.__dict__.pop('_summary_records', None)
@@ -366,3 +381,11 @@ class GroupCorpusGraph(CorpusGraph):
         """
         from ._group_builder import build_group_graph
         return build_group_graph(path, docnos, edges, weights, **kwargs)
+
+
+def _summarize_batch(summarizer: Summarizer, batch: List[Dict[str, Any]]) -> List[tuple]:
+    """``(group id, record)`` for each group of one batch (one summariser call)."""
+    records = summarizer.summarize(batch)
+    if len(records) != len(batch):
+        raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
+    return [(group['group'], record) for group, record in zip(batch, records, strict=True)]
