@@ -1,4 +1,4 @@
-"""Command line for the offline jobs: ``python -m pyterrier_garen <command> ...`` (or ``pyterrier-garen``)."""
+"""Command line: ``python -m pyterrier_garen <command> ...`` (or ``pyterrier-garen``); ``compare`` is the main job."""
 from __future__ import annotations
 
 import argparse
@@ -77,6 +77,23 @@ def _cmd_show(args) -> None:
         print(groups.summary(gid) or '(no summary)')
 
 
+def _cmd_compare(args) -> None:
+    import warnings
+
+    from ._compare import compare, format_comparison
+    with warnings.catch_warnings():
+        if args.strict:
+            warnings.simplefilter('error', UserWarning)
+        table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
+                        navigator=args.navigator, systems=args.systems, binary=args.binary, verbose=not args.quiet)
+    print(format_comparison(table))
+    if not args.dataset:
+        print('NOTE: synthetic data; run with --dataset for real numbers.')
+    if args.out:
+        table[['name', 'nDCG@10', 'R@100']].to_csv(args.out, index=False)
+        print(f'wrote {args.out}')
+
+
 def _cmd_tiny_model(args) -> None:
     from ._tiny_model import build_tiny_model
     texts = None
@@ -87,69 +104,129 @@ def _cmd_tiny_model(args) -> None:
     print(f'tiny model: {path}')
 
 
-def main(argv: Optional[List[str]] = None) -> None:
-    parser = argparse.ArgumentParser(prog='python -m pyterrier_garen',
-                                     description='Offline jobs of GAREN: vectors, corpus graphs, groups, summaries.')
-    sub = parser.add_subparsers(dest='command', required=True)
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows every option's default (or that it is required) and keeps the descriptions' line breaks."""
+
+    def _get_help_string(self, action):
+        text = action.help or ''
+        if not action.option_strings or action.default is argparse.SUPPRESS or 'default' in text:
+            return text
+        if action.required:
+            return f'{text} (required)'
+        default = action.default
+        if isinstance(default, bool):
+            default = 'on' if default else 'off'
+        elif isinstance(default, (list, tuple)):
+            default = ' '.join(map(str, default))
+        return f'{text} (default: {default})'
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m pyterrier_garen`` (every option has help and shows its default)."""
+    from ._compare import NAVIGATORS, SYSTEMS
+    parser = argparse.ArgumentParser(prog='python -m pyterrier_garen', formatter_class=_HelpFormatter,
+                                     description='GAREN: the main job (compare) and the offline jobs that build '
+                                                 'vectors, corpus graphs, groups and summaries.')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     data_help = 'a collection folder (docs.jsonl, queries.tsv, qrels.txt), a name under $GAREN_DATA, or irds:<id>'
 
-    p = sub.add_parser('encode', help='encode a corpus with MiniLM into a FlexIndex')
+    def add(name, help, description=None):
+        return sub.add_parser(name, help=help, description=description or help, formatter_class=_HelpFormatter)
+
+    p = add('compare', 'GAREN and its baselines side by side in one pt.Experiment (the main job)',
+            'Run BM25, Rerank, GAR, SlideGAR, RGS, GAREN and its ablations with the CPU components (MiniLM reranker\n'
+            'over stored vectors, extractive summaries) in one pt.Experiment and print what ran, the table and a\n'
+            'legend. Offline artifacts are built once under $GAREN_CACHE (default ~/.cache/pyterrier-garen) and\n'
+            'reused. Without --dataset it runs on a small synthetic collection (seconds; not a benchmark).')
+    p.add_argument('--dataset', help=data_help + ' (default: the synthetic collection)')
+    p.add_argument('--budget', type=int, default=100, help='documents reranked per query (c); at least the window '
+                                                           'of 20, or the adaptive methods only re-rank')
+    p.add_argument('--queries', type=int, help='evaluate on the first N queries only (default: all)')
+    p.add_argument('--navigator', default='centroid', choices=NAVIGATORS,
+                   help="GAREN's navigator: query vs. group centroid, vs. the summary's vector, or connectivity "
+                        'votes')
+    p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
+                   help='systems to run (default: all of them)')
+    labels = p.add_mutually_exclusive_group()
+    labels.add_argument('--binary', action='store_const', const=True, dest='binary',
+                        help='score binary relevance (label>0 -> 1) (default: as the collection declares, else '
+                             'graded)')
+    labels.add_argument('--graded', action='store_const', const=False, dest='binary',
+                        help='score the labels as graded gains (default: as the collection declares, else graded)')
+    p.add_argument('--workdir', help='folder for the offline artifacts (default: $GAREN_CACHE/<collection>)')
+    p.add_argument('--out', help='also write the table (name, nDCG@10, R@100) as CSV to this file')
+    p.add_argument('--quiet', action='store_true', help='no progress bars')
+    p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window) into errors')
+    p.set_defaults(func=_cmd_compare)
+
+    p = add('encode', 'encode a corpus with MiniLM into a FlexIndex')
     p.add_argument('--dataset', required=True, help=data_help)
     p.add_argument('--out', required=True, help='FlexIndex folder')
     p.set_defaults(func=_cmd_encode)
 
-    p = sub.add_parser('build-graph', help='build a k-NN corpus graph (np_topk format)')
+    p = add('build-graph', 'build a k-NN corpus graph (np_topk format)')
     p.add_argument('--dataset', required=True, help=data_help)
-    p.add_argument('--kind', choices=['dense', 'bm25'], default='dense')
-    p.add_argument('--vectors', help='FlexIndex folder (dense graphs are stored inside it)')
-    p.add_argument('--out', help='graph folder (bm25)')
-    p.add_argument('--k', type=int, default=16)
+    p.add_argument('--kind', choices=['dense', 'bm25'], default='dense',
+                   help='dense: exact cosine over MiniLM vectors; bm25: each document as a PISA BM25 query')
+    p.add_argument('--vectors', help='FlexIndex folder for --kind dense, built when missing; the graph is stored '
+                                     'inside it (default: none; required with dense)')
+    p.add_argument('--out', help='graph folder for --kind bm25 (default: none; required with bm25)')
+    p.add_argument('--k', type=int, default=16, help='neighbours per document')
     p.set_defaults(func=_cmd_build_graph)
 
-    p = sub.add_parser('build-groups', help='partition a corpus graph into groups with Leiden')
+    p = add('build-groups', 'partition a corpus graph into groups with Leiden')
     p.add_argument('--graph', required=True, help='a pyterrier-adaptive corpus graph folder')
     p.add_argument('--out', required=True, help='GroupCorpusGraph folder')
-    p.add_argument('--max-group-size', type=int, default=20)
-    p.add_argument('--resolution', type=float, default=1.0)
-    p.add_argument('--randomness', type=float, default=0.001)
-    p.add_argument('--seed', type=int, default=42)
-    p.add_argument('--backend', choices=['igraph', 'leidenalg'], default='igraph')
-    p.add_argument('--overwrite', action='store_true')
+    p.add_argument('--max-group-size', type=int, default=20, help='re-partition groups larger than this')
+    p.add_argument('--resolution', type=float, default=1.0, help='modularity resolution of Leiden')
+    p.add_argument('--randomness', type=float, default=0.001, help='Leiden randomness (theta)')
+    p.add_argument('--seed', type=int, default=42, help='random seed (the same seed gives identical files)')
+    p.add_argument('--backend', choices=['igraph', 'leidenalg'], default='igraph',
+                   help="igraph's community_leiden (fast) or the leidenalg reference implementation")
+    p.add_argument('--overwrite', action='store_true', help='rebuild when --out holds groups built otherwise')
     p.set_defaults(func=_cmd_build_groups)
 
-    p = sub.add_parser('summarize', help='summarise every group (resumable: rerun after an interruption)')
+    p = add('summarize', 'summarise every group (resumable: rerun after an interruption)')
     p.add_argument('--groups', required=True, help='GroupCorpusGraph folder')
     p.add_argument('--dataset', required=True, help=data_help)
-    p.add_argument('--summarizer', choices=['extractive', 'llm'], default='extractive')
-    p.add_argument('--model', help='LLM for --summarizer llm')
-    p.add_argument('--base-url', help='OpenAI-compatible server for --summarizer llm (default: in-process vLLM)')
-    p.add_argument('--batch-size', type=int, default=32)
-    p.add_argument('--overwrite', action='store_true')
+    p.add_argument('--summarizer', choices=['extractive', 'llm'], default='extractive',
+                   help='extractive key terms and sentences (CPU), or an LLM (needs --model)')
+    p.add_argument('--model', help='model name for --summarizer llm (default: none; required with llm)')
+    p.add_argument('--base-url', help='OpenAI-compatible server URL for --summarizer llm (default: in-process vLLM)')
+    p.add_argument('--batch-size', type=int, default=32, help='groups per summariser call')
+    p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
     p.set_defaults(func=_cmd_summarize)
 
-    p = sub.add_parser('prepare', help='all offline steps for a collection (BM25 index, vectors, graph, groups)')
+    p = add('prepare', 'all offline steps for a collection (BM25 index, vectors, graph, groups, summaries)')
     p.add_argument('--dataset', required=True, help=data_help)
-    p.add_argument('--workdir', help='output folder (default: $GAREN_CACHE/<name>)')
-    p.add_argument('--graph', choices=['dense', 'bm25'], default='dense')
-    p.add_argument('--k', type=int, default=16)
-    p.add_argument('--max-group-size', type=int, default=20)
-    p.add_argument('--seed', type=int, default=42)
+    p.add_argument('--workdir', help='output folder (default: $GAREN_CACHE/<collection>)')
+    p.add_argument('--graph', choices=['dense', 'bm25'], default='dense',
+                   help='the k-NN graph the groups are built from: MiniLM cosine or PISA BM25')
+    p.add_argument('--k', type=int, default=16, help='neighbours per document')
+    p.add_argument('--max-group-size', type=int, default=20, help='re-partition groups larger than this')
+    p.add_argument('--seed', type=int, default=42, help='Leiden seed')
     p.set_defaults(func=_cmd_prepare)
 
-    p = sub.add_parser('show', help='print group statistics and some groups with their summaries')
+    p = add('show', 'print group statistics and some groups with their summaries')
     p.add_argument('--groups', required=True, help='GroupCorpusGraph folder')
-    p.add_argument('--group', type=int, action='append', help='a group id to show (repeatable)')
-    p.add_argument('--limit', type=int, default=5)
+    p.add_argument('--group', type=int, action='append', help='a group id to show (repeatable; default: the first '
+                                                              '--limit groups)')
+    p.add_argument('--limit', type=int, default=5, help='how many groups to show without --group')
     p.set_defaults(func=_cmd_show)
 
-    p = sub.add_parser('tiny-model', help='build a tiny random (or scripted) Qwen3 model to try the LLM path offline')
+    p = add('tiny-model', 'build a tiny random (or scripted) Qwen3 model to try the LLM path offline')
     p.add_argument('--out', required=True, help='model folder (new or empty, or a previous tiny model)')
     p.add_argument('--scripted', action='store_true', help='greedy decoding writes --script whatever the prompt')
     p.add_argument('--script', default='[2] > [1]', help='the scripted answer (distinct " > "-separated parts)')
-    p.add_argument('--dataset', help='train the tokenizer on this collection\'s documents (' + data_help + ')')
-    p.add_argument('--seed', type=int, default=0)
+    p.add_argument('--dataset', help='train the tokenizer on this collection\'s documents (' + data_help + ') '
+                                     '(default: the package prompts plus generated text)')
+    p.add_argument('--seed', type=int, default=0, help='random seed of the weights')
     p.set_defaults(func=_cmd_tiny_model)
+    return parser
 
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
         args.func(args)

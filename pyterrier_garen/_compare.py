@@ -1,17 +1,31 @@
-"""GAREN and its baselines side by side in one ``pt.Experiment`` (used by ``examples/compare.py`` and notebooks)."""
+"""GAREN and its baselines side by side in one ``pt.Experiment`` (the main job: ``python -m pyterrier_garen compare``).
+"""
 from __future__ import annotations
 
+import inspect
+import warnings
 from pathlib import Path
-from typing import Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ['SYSTEMS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels']
+__all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
+           'format_comparison']
 
 SYSTEMS = ['BM25', 'Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
            'GAREN-vote', 'GAREN-doc']
 NAVIGATORS = ('centroid', 'summary', 'vote')
+_NAVIGATOR_TEXT = {'centroid': 'query vs. group centroid (CentroidNavigator)',
+                   'summary': "query vs. the summary's vector (SummaryNavigator)",
+                   'vote': 'connectivity votes (VoteNavigator)'}
+FIRST_STAGE = 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000'
+
+
+def _window() -> int:
+    """GAREN's default window ``w`` (every windowed baseline here uses the same)."""
+    from . import GAREN
+    return inspect.signature(GAREN).parameters['window'].default
 
 
 def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transformer, pt.Transformer]:
@@ -21,10 +35,14 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
         prepared: the result of :func:`pyterrier_garen.prepare`.
         navigator: ``'centroid'`` (query vs. mean member vector; best recall on the reference runs), ``'summary'``
             (query vs. the extractive summary's vector) or ``'vote'`` (the paper's connectivity heuristic).
+
+    Returns:
+        ``(reranker, navigator)``.
+
+    Raises:
+        ValueError: for an unknown navigator name.
     """
-    from ._graphs import minilm_encoder
-    from ._navigators import CentroidNavigator, SummaryNavigator, VoteNavigator
-    from ._rerankers import VectorScorer
+    from . import CentroidNavigator, SummaryNavigator, VectorScorer, VoteNavigator, minilm_encoder
     if navigator not in NAVIGATORS:
         raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
     encoder = minilm_encoder()
@@ -37,46 +55,71 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
 
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
-                  systems=SYSTEMS) -> Dict[str, pt.Transformer]:
+                  systems=SYSTEMS, verbose: bool = False) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
         prepared: the result of :func:`pyterrier_garen.prepare` (BM25 index and groups).
         reranker: scores ``(qid, query, docno)`` rows (pointwise here; a listwise LLM reranker works too).
         navigator: scores ``(qid, query, docno=<group id>, text=<summary>)`` rows.
-        budget: documents reranked per query (``c``).
+        budget: documents reranked per query (``c``); a budget below the window (20) warns, because every
+            adaptive method then only re-ranks the first-stage top ``budget``.
         first_stage: defaults to PISA BM25 (k1=0.9, b=0.4), top 1000.
         doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
         systems: the subset of names to build.
+        verbose: one progress bar per system (over queries) while it runs (:func:`compare` shows one bar over
+            the systems instead).
+
+    Raises:
+        ValueError: for an unknown system name or a non-positive budget.
     """
     from pyterrier_adaptive import GAR
 
-    from ._baselines import RGS, DocGAREN, SlideGAR, SlidingWindowReranker
-    from ._garen import GAREN
-    from ._navigators import VoteNavigator
+    from . import GAREN, RGS, DocGAREN, SlideGAR, SlidingWindowReranker, VoteNavigator
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
+    if not isinstance(budget, int) or budget < 1:
+        raise ValueError(f'budget must be a positive integer (documents reranked per query), got {budget!r}')
+    window = _window()
+    if budget < window:
+        warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
+                      f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
+                      f'{window}, e.g. 100 as in the paper', stacklevel=2)
     groups = prepared.groups
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
 
     def garen(**kwargs):
-        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, **kwargs)
+        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, verbose=verbose, **kwargs)
 
     factories = {
         'BM25': lambda: bm25 % budget,
-        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget),
-        'GAR': lambda: bm25 >> GAR(reranker, groups, num_results=budget, batch_size=16),
-        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget),
-        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget),
+        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget, verbose=verbose),
+        'GAR': lambda: bm25 >> GAR(reranker, groups, num_results=budget, batch_size=16, verbose=verbose),
+        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget, verbose=verbose),
+        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget, verbose=verbose),
         'GAREN': lambda: bm25 >> garen(),
         'GAREN-explore': lambda: bm25 >> garen(strategy='explore'),
         'GAREN-exploit': lambda: bm25 >> garen(strategy='exploit'),
         'GAREN-noprop': lambda: bm25 >> garen(propagate=False),
         'GAREN-vote': lambda: bm25 >> garen(navigator=VoteNavigator()),
-        'GAREN-doc': lambda: bm25 >> DocGAREN(reranker, groups, doc_navigator or reranker, budget=budget),
+        'GAREN-doc': lambda: bm25 >> DocGAREN(reranker, groups, doc_navigator or reranker, budget=budget,
+                                              verbose=verbose),
     }
-    unknown = [s for s in systems if s not in factories]
-    if unknown:
-        raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
     return {name: factories[name]() for name in systems}
+
+
+class _Done(pt.Transformer):
+    """Passes its input through and advances a progress bar: ``system >> _Done(bar, name)``."""
+
+    def __init__(self, progress, name: str):
+        self.progress = progress
+        self.name = name
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        self.progress.set_postfix_str(f'{self.name} done', refresh=False)
+        self.progress.update(1)
+        return inp
 
 
 def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
@@ -109,44 +152,124 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
             binary: Optional[bool] = None, verbose: bool = False) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
+    Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
+    minutes for a few thousand documents on a CPU) and reused afterwards.
+
     Args:
         dataset: a collection folder, a name under ``$GAREN_DATA``, an ``irds:`` id, a dataset object, or ``None``
             for the synthetic collection (:func:`pyterrier_garen.synthetic.make_synthetic`).
-        budget: documents reranked per query.
+        budget: documents reranked per query (``c``).
         workdir: where offline artifacts are built/reused (default ``$GAREN_CACHE/<name>``).
         num_queries: evaluate on the first N queries only.
         navigator: GAREN's navigator (see :func:`cpu_components`).
-        systems: which systems to run.
+        systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
-        verbose: progress bars.
+        verbose: progress bars: one per offline step that builds something, one over the systems.
 
     Returns:
-        The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, against GAREN, paired t-test columns; its
-        ``attrs['labels']`` says which relevance labels were used.
+        The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, when GAREN is among the systems, paired t-test
+        columns against it. ``frame.attrs['labels']`` says which relevance labels were used, ``frame.attrs['run']``
+        describes everything that ran; :func:`format_comparison` prints both.
     """
     from ir_measures import R, nDCG
 
-    from ._prepare import cache_dir, prepare
-    from .datasets import RemoveExcluded, load_dataset
+    from . import RemoveExcluded, prepare
+    from ._prepare import cache_dir
+    from .datasets import load_dataset
+    label = None
     if dataset is None:
         from .synthetic import make_synthetic
         dataset = make_synthetic(cache_dir() / 'synthetic' / 'collection')
         workdir = workdir or cache_dir() / 'synthetic'
+        label = 'synthetic (generated in seconds; shows that everything runs, not a benchmark)'
     elif isinstance(dataset, (str, Path)):
         dataset = load_dataset(str(dataset))
+    if navigator not in NAVIGATORS:
+        raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
+    if num_queries is not None and num_queries < 1:
+        raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
     prepared = prepare(dataset, workdir, verbose=verbose)
     reranker, nav = cpu_components(prepared, navigator=navigator)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)
     all_qrels = dataset.get_qrels()
-    if (all_qrels.label == -100).any():
+    excluded = bool((all_qrels.label == -100).any())
+    if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
     topics = dataset.get_topics()
+    total_queries = len(topics)
     if num_queries:
         topics = topics.head(num_queries)
+    qrels = evaluation_qrels(dataset, binary=binary)
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
-    qrels = evaluation_qrels(dataset, binary=binary)
-    result = pt.Experiment(list(pipelines.values()), topics, qrels, [nDCG @ 10, R @ 100],
-                           names=names, baseline=baseline, plan='tree', verbose=verbose)
-    result.attrs['labels'] = qrels.attrs['labels']
-    return result
+    progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',
+                       unit='system', disable=not verbose)
+    systems_run = [pipe >> _Done(progress, name) for name, pipe in pipelines.items()]
+    # validate='ignore': pyterrier_adaptive.GAR cannot be inspected on an empty frame, and every pipeline here is
+    # known to produce qid, docno, score; verbose=False: one bar over the systems instead of the tree's dump.
+    with progress:
+        table = pt.Experiment(systems_run, topics, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
+                              plan='tree', verbose=False, validate='ignore')
+    measures = [str(nDCG @ 10), str(R @ 100)]
+    table = table[['name', *measures, *[c for c in table.columns if c not in ('name', *measures)]]]
+    stats = prepared.groups.group_stats()
+    partition = prepared.groups.meta.get('partition', {})
+    table.attrs['labels'] = qrels.attrs['labels']
+    table.attrs['run'] = {
+        'collection': label or str(getattr(dataset, 'name', None) or dataset),
+        'documents': stats['docs'],
+        'queries': len(topics),
+        'total_queries': total_queries,
+        'judged_queries': int(topics.qid.astype(str).isin(qrels.qid.astype(str)).sum()),
+        'labels': qrels.attrs['labels'],
+        'excluded_removed': excluded,
+        'budget': budget,
+        'first_stage': FIRST_STAGE,
+        'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
+        'navigator': _NAVIGATOR_TEXT[navigator],
+        'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
+                  f"k-NN graph, extractive summaries",
+        'baseline': names[baseline] if baseline is not None else None,
+    }
+    return table
+
+
+def format_comparison(table: pd.DataFrame) -> str:
+    """What :func:`compare` ran, its table and a two-line legend of the significance columns, as text.
+
+    Args:
+        table: the frame :func:`compare` returned (a plain ``pt.Experiment`` frame prints without the header).
+    """
+    run: Dict[str, Any] = table.attrs.get('run', {})
+    lines = []
+    if run:
+        queries = f"{run['queries']} queries" + (f" (first {run['queries']} of {run['total_queries']})"
+                                                   if run['queries'] < run['total_queries'] else '')
+        if run['judged_queries'] < run['queries']:
+            queries += f", {run['judged_queries']} with relevance labels"
+        lines += [f"collection:  {run['collection']}, {run['documents']:,} documents; {queries}",
+                  f"labels:      {run['labels']}" + ('; excluded documents (label -100) removed from every run'
+                                                     if run['excluded_removed'] else ''),
+                  f"budget:      {run['budget']} documents reranked per query",
+                  f"first stage: {run['first_stage']}",
+                  f"reranker:    {run['reranker']}",
+                  f"navigator:   {run['navigator']}",
+                  f"groups:      {run['groups']}",
+                  '']
+    shown = table.copy()
+    for col in shown.columns:
+        if col.endswith(' +') or col.endswith(' -'):
+            shown[col] = [('' if pd.isna(v) else str(int(v))) for v in shown[col]]
+    with pd.option_context('display.width', 250, 'display.max_columns', 30):
+        lines.append(shown.round(4).to_string(index=False, na_rep=''))
+    baseline = run.get('baseline') if run else None
+    if baseline is None and any(c.endswith(' p-value') for c in table.columns):
+        baseline = 'the baseline'
+    if baseline:
+        n = run.get('judged_queries', 'the')
+        lines += ['',
+                  f'"<measure> +" / "<measure> -": queries on which a system scores higher / lower than {baseline} '
+                  f'(the baseline, hence its empty row);',
+                  f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
+                  f'for multiple comparisons.']
+    return '\n'.join(lines)
