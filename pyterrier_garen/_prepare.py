@@ -55,7 +55,7 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     flex = encode_corpus(dataset, workdir / 'minilm.flex', verbose=verbose) if (vectors or graph == 'dense') \
         else None
     if graph == 'dense':
-        knn = dense_corpus_graph(flex, k=k)
+        knn = dense_corpus_graph(flex, k=k, verbose=verbose)
     else:
         knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)
     groups = GroupCorpusGraph.from_corpus_graph(knn, workdir / f'{graph}.k{k}.s{max_group_size}.groups',
