@@ -84,8 +84,12 @@ def _cmd_compare(args) -> None:
     with warnings.catch_warnings():
         if args.strict:
             warnings.simplefilter('error', UserWarning)
-        table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
-                        navigator=args.navigator, systems=args.systems, binary=args.binary, verbose=not args.quiet)
+        try:
+            table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
+                            navigator=args.navigator, systems=args.systems, binary=args.binary,
+                            verbose=not args.quiet)
+        except UserWarning as ex:  # only with --strict
+            raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
     if not args.dataset:
         print('NOTE: synthetic data; run with --dataset for real numbers.')

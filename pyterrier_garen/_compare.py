@@ -181,7 +181,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         from .synthetic import make_synthetic
         dataset = make_synthetic(cache_dir() / 'synthetic' / 'collection')
         workdir = workdir or cache_dir() / 'synthetic'
-        label = 'synthetic (generated in seconds; shows that everything runs, not a benchmark)'
+        label = 'SYNTHETIC (generated in seconds; shows that everything runs, not a benchmark)'
     elif isinstance(dataset, (str, Path)):
         dataset = load_dataset(str(dataset))
     if navigator not in NAVIGATORS:
