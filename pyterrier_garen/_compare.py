@@ -73,9 +73,8 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
     """
-    from pyterrier_adaptive import GAR
-
     from . import GAREN, RGS, DocGAREN, SlideGAR, SlidingWindowReranker, VoteNavigator
+    from ._gar import GAR
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
@@ -205,8 +204,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',
                        unit='system', disable=not verbose)
     systems_run = [pipe >> _Done(progress, name) for name, pipe in pipelines.items()]
-    # validate='ignore': pyterrier_adaptive.GAR cannot be inspected on an empty frame, and every pipeline here is
-    # known to produce qid, docno, score; verbose=False: one bar over the systems instead of the tree's dump.
+    # validate='ignore': every pipeline here is known to produce qid, docno, score (and a custom first stage or
+    # reranker need not be inspectable); verbose=False: one bar over the systems instead of the tree's dump.
     with progress:
         table = pt.Experiment(systems_run, topics, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
                               plan='tree', verbose=False, validate='ignore')
