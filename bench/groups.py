@@ -18,8 +18,7 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import pandas as pd  # noqa: E402
 
 from pyterrier_garen import GroupCorpusGraph, LocalDataset, data_dir  # noqa: E402
-from pyterrier_garen._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus  # noqa: E402
-from pyterrier_garen._prepare import cache_dir  # noqa: E402
+from pyterrier_garen import bm25_corpus_graph, bm25_index, cache_dir, dense_corpus_graph, encode_corpus  # noqa: E402
 
 
 def main():

@@ -26,6 +26,7 @@ _EXPORTS = {
     'ExtractiveSummarizer': '._summaries',
     # the offline pipeline and the main job (_prepare.py, _compare.py)
     'prepare': '._prepare',
+    'cache_dir': '._prepare',
     'compare': '._compare',
     'cpu_components': '._compare',
     'build_systems': '._compare',

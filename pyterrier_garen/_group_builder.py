@@ -6,6 +6,7 @@ last, so a half-built artifact is never mistaken for a built one.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import time
@@ -17,15 +18,20 @@ import numpy as np
 import pyterrier as pt
 
 from ._graphs import write_docnos
-from ._group_graph import FORMAT_VERSION, GroupCorpusGraph
 from ._io import write_json
 
-__all__ = ['build_group_graph', 'graph_arrays', 'fingerprint']
+__all__ = ['build_group_graph', 'graph_arrays', 'fingerprint', 'ARTIFACT_TYPE', 'ARTIFACT_FORMAT', 'FORMAT_VERSION']
+
+#: The artifact's identity in ``pt_meta.json`` (read back by :class:`~pyterrier_garen.GroupCorpusGraph`).
+ARTIFACT_TYPE = 'corpus_graph'
+ARTIFACT_FORMAT = 'garen_groups'
+PACKAGE_HINT = 'pyterrier-garen'
+FORMAT_VERSION = 1
 
 
 def graph_arrays(graph) -> tuple:
     """``(docnos, edges, weights)`` of any pyterrier-adaptive corpus graph (``np_topk`` fast path, else generic)."""
-    if isinstance(graph, GroupCorpusGraph):
+    if hasattr(graph, 'docnos_list') and hasattr(graph, 'group_of'):  # a GroupCorpusGraph
         return graph.docnos_list(), np.asarray(graph.edges_data), np.asarray(graph.weights_data, dtype=np.float32)
     # the np_topk format stores its docnos in ``docnos.npids`` (pyterrier-adaptive exposes no public accessor)
     lookup_path = Path(getattr(graph, 'path', '') or '.') / 'docnos.npids'
@@ -48,8 +54,8 @@ def graph_arrays(graph) -> tuple:
 def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray, *,
                 labels: Optional[Sequence[int]] = None, max_group_size: int = 20, resolution: float = 1.0,
                 randomness: float = 0.001, seed: int = 42, backend: str = 'igraph', overwrite: bool = False,
-                verbose: bool = False, source: Optional[Dict[str, Any]] = None) -> GroupCorpusGraph:
-    """Write an artifact from raw arrays: ``docnos`` (n), ``edges``/``weights`` (n, k) by position.
+                verbose: bool = False, source: Optional[Dict[str, Any]] = None) -> Path:
+    """Write an artifact from raw arrays: ``docnos`` (n), ``edges``/``weights`` (n, k) by position; returns its path.
 
     With ``labels`` (one group label per document) the partition is taken as given instead of running Leiden
     (useful for hand-built graphs in tests and for partitions computed elsewhere).
@@ -74,11 +80,12 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
               'seed': seed, 'backend': backend if labels is None else 'given'}
     if (path / 'pt_meta.json').exists() and not overwrite:
-        existing = GroupCorpusGraph(path)
-        stored = {k: existing.meta.get('partition', {}).get(k) for k in params}
-        same_graph = existing.meta.get('graph_sha256') == fingerprint(sorted_docnos, edges)
+        with (path / 'pt_meta.json').open('rt') as fin:
+            existing = json.load(fin)
+        stored = {k: existing.get('partition', {}).get(k) for k in params}
+        same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
         if stored == params and same_graph:
-            return existing
+            return path
         diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
         raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
                               f'{diff or "other graph"}; pass overwrite=True to rebuild it')
@@ -105,8 +112,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
                       f'no split (near-duplicate documents?): groups {over[:10]}', stacklevel=2)
     meta = {
-        'type': GroupCorpusGraph.ARTIFACT_TYPE, 'format': GroupCorpusGraph.ARTIFACT_FORMAT,
-        'package_hint': GroupCorpusGraph.ARTIFACT_PACKAGE_HINT,
+        'type': ARTIFACT_TYPE, 'format': ARTIFACT_FORMAT, 'package_hint': PACKAGE_HINT,
         'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
         'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
                       'modularity': modularity, 'leiden_calls': calls,
@@ -128,7 +134,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     if staging != path:
         _swap(staging, path)
-    return GroupCorpusGraph(path)
+    return path
 
 
 def _swap(new: Path, path: Path) -> None:

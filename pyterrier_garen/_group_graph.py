@@ -12,12 +12,12 @@ import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
 from ._graphs import lookup_ids
+from ._group_builder import ARTIFACT_FORMAT, ARTIFACT_TYPE, PACKAGE_HINT, build_group_graph, graph_arrays
 from ._io import write_json
 from ._summaries import SUMMARIES, Summarizer, SummaryStore
 
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
 
-FORMAT_VERSION = 1
 
 
 class ArtifactError(ValueError):
@@ -45,9 +45,9 @@ class GroupCorpusGraph(CorpusGraph):
     Load with ``pt.Artifact.load(path)`` or ``GroupCorpusGraph(path)``; build with :meth:`from_corpus_graph` (the
     builder is :mod:`pyterrier_garen._group_builder`); summaries live in its :meth:`summary_store`.
     """
-    ARTIFACT_TYPE = 'corpus_graph'
-    ARTIFACT_FORMAT = 'garen_groups'
-    ARTIFACT_PACKAGE_HINT = 'pyterrier-garen'
+    ARTIFACT_TYPE = ARTIFACT_TYPE
+    ARTIFACT_FORMAT = ARTIFACT_FORMAT
+    ARTIFACT_PACKAGE_HINT = PACKAGE_HINT
 
     def __init__(self, path: Union[str, Path]):
         super().__init__(path)
@@ -363,13 +363,12 @@ class GroupCorpusGraph(CorpusGraph):
             overwrite: rebuild even if ``path`` holds an artifact.
             verbose: progress bars.
         """
-        from ._group_builder import build_group_graph, graph_arrays
         docnos, edges, weights = graph_arrays(graph)
         source = {'path': str(getattr(graph, 'path', '')), 'meta': getattr(graph, 'meta', None),
                   'class': type(graph).__name__}
-        return build_group_graph(path, docnos, edges, weights, max_group_size=max_group_size, resolution=resolution,
-                                 randomness=randomness, seed=seed, backend=backend, overwrite=overwrite,
-                                 verbose=verbose, source=source)
+        return cls(build_group_graph(path, docnos, edges, weights, max_group_size=max_group_size,
+                                     resolution=resolution, randomness=randomness, seed=seed, backend=backend,
+                                     overwrite=overwrite, verbose=verbose, source=source))
 
     @classmethod
     def from_arrays(cls, path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray,
@@ -379,8 +378,7 @@ class GroupCorpusGraph(CorpusGraph):
         Keyword arguments are those of :func:`pyterrier_garen._group_builder.build_group_graph` (e.g. ``labels``:
         one group label per document, taken as the partition instead of running Leiden).
         """
-        from ._group_builder import build_group_graph
-        return build_group_graph(path, docnos, edges, weights, **kwargs)
+        return cls(build_group_graph(path, docnos, edges, weights, **kwargs))
 
 
 def _summarize_batch(summarizer: Summarizer, batch: List[Dict[str, Any]]) -> List[tuple]:

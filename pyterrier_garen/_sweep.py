@@ -115,7 +115,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, CentroidNavigator, SummaryNavigator, VectorScorer, VoteNavigator, minilm_encoder
     from ._compare import build_systems, evaluation_qrels
-    from .analysis import SimulatedReranker
+    from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
     dataset = prepared.dataset
     stored = dataset.get_qrels()

@@ -14,16 +14,15 @@ matplotlib is imported inside the plotting functions only.
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import deque
-from statistics import NormalDist
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._simulation import SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, partition_groups, plot_strength_sweep, strength_sweep,
                      sweep_plot_file, sweep_summary, sweep_tests)
 
@@ -31,145 +30,6 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise', 'doc_hops'
            'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'navigator_quality', 'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS']
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# simulated scorers of controlled strength
-
-_NORMAL = NormalDist()
-
-
-def stable_noise(qid: Any, key: Any, sigma: float, seed: int) -> float:
-    """A standard-normal draw fixed by ``(qid, key, sigma, seed)``, times ``sigma``.
-
-    The draw comes from a BLAKE2b digest of the four values (mapped to a uniform number in (0, 1), then through the
-    normal inverse CDF), so it is the same in every run, process and batch; Python's salted ``hash`` is not used.
-    """
-    if sigma == 0:
-        return 0.0
-    text = '\x1f'.join((str(qid), str(key), repr(float(sigma)), str(int(seed))))
-    digest = hashlib.blake2b(text.encode('utf8'), digest_size=8).digest()
-    uniform = ((int.from_bytes(digest, 'big') >> 11) + 0.5) / 2 ** 53
-    return float(sigma) * _NORMAL.inv_cdf(uniform)
-
-
-def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple[str, str], float]:
-    missing = [c for c in ('qid', 'docno', 'label') if c not in getattr(qrels, 'columns', ())]
-    if missing:
-        raise ValueError(f'{context}: qrels must be a DataFrame with qid, docno and label columns; missing {missing} '
-                         '(e.g. pass dataset.get_qrels())')
-    labels = np.clip(qrels['label'].to_numpy(dtype=float), 0, None)  # negative codes (-1, -100 excluded) count as 0
-    if binary:
-        labels = (labels > 0).astype(float)
-    return dict(zip(zip(qrels['qid'].astype(str), qrels['docno'].astype(str)), labels.tolist()))
-
-
-def _check_noise(noise: float, seed: int, context: str) -> None:
-    if not isinstance(noise, (int, float, np.integer, np.floating)) or not math.isfinite(noise) or noise < 0:
-        raise ValueError(f'{context}: noise (sigma) must be a finite number >= 0, got {noise!r}')
-    if not isinstance(seed, (int, np.integer)):
-        raise ValueError(f'{context}: seed must be an integer, got {seed!r}')
-
-
-def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
-    out = inp.assign(score=np.asarray(scores, dtype=np.float64))
-    return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))
-
-
-class SimulatedReranker(pt.Transformer):
-    """ANALYSIS INSTRUMENT, not a retrieval model: a pointwise scorer of controlled strength that reads the qrels.
-
-    ``score(q, d) = label(q, d) + sigma * z(q, d)``, with ``label`` the judged grade (0 when unjudged; negative codes
-    count as 0) and ``z`` a standard-normal draw fixed by ``(qid, docno, sigma, seed)`` (:func:`stable_noise`): the
-    same document always gets the same score, whatever run, process or batch it is scored in. ``noise=0`` orders
-    documents exactly by their labels; a larger ``noise`` gives a weaker reranker. Use it wherever a reranker goes
-    (GAREN, GAR, SlideGAR, RGS, re-ranking) to measure a method as a function of reranker strength.
-
-    Required input columns: ``['qid', 'docno']``. Output: the input rows with ``score`` and ``rank``.
-    """
-
-    def __init__(self, qrels: pd.DataFrame, *, noise: float = 0.0, seed: int = 0, binary: bool = False):
-        """
-        Args:
-            qrels: relevance judgements, ``qid, docno, label``.
-            noise: standard deviation ``sigma`` of the Gaussian noise added to the label.
-            seed: noise seed; another seed gives another (equally strong) reranker.
-            binary: use ``label > 0`` as the label (e.g. for collections whose codes are not graded gains).
-
-        Raises:
-            ValueError: on qrels without ``qid, docno, label`` or a negative/non-finite ``noise``.
-        """
-        _check_noise(noise, seed, 'SimulatedReranker')
-        self.qrels = qrels
-        self.noise = noise
-        self.seed = seed
-        self.binary = binary
-        self._labels = _label_lookup(qrels, binary, 'SimulatedReranker')
-
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return f'SimulatedReranker(<{len(self.qrels)} qrels>, noise={self.noise!r}, seed={self.seed!r}{extra})'
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        """Score every ``(qid, docno)`` row."""
-        pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
-        labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
-        scores = [labels.get((q, d), 0.0) + stable_noise(q, d, sigma, seed)
-                  for q, d in zip(inp['qid'].astype(str), inp['docno'].astype(str))]
-        return _scored(inp, scores)
-
-
-class SimulatedNavigator(pt.Transformer):
-    """ANALYSIS INSTRUMENT, not a retrieval model: a group-level navigator of controlled strength that reads the qrels.
-
-    ``score(q, g) = agg(label(q, d) for d in members(g)) + sigma * z(q, g)`` with ``agg`` the ``max`` or ``mean``
-    member label (0 for unjudged members) and ``z`` a fixed standard-normal draw per ``(qid, group, sigma, seed)``
-    (independent of :class:`SimulatedReranker`'s draws). It takes GAREN's navigator rows (``docno`` = the group id).
-
-    Required input columns: ``['qid', 'docno']``. Output: the input rows with ``score`` and ``rank``.
-    """
-
-    def __init__(self, qrels: pd.DataFrame, groups: Any, *, noise: float = 0.0, seed: int = 0,
-                 aggregate: str = 'max', binary: bool = False):
-        """
-        Args:
-            qrels: relevance judgements, ``qid, docno, label``.
-            groups: the group graph (``group_members(gid)``), e.g. a :class:`~pyterrier_garen.GroupCorpusGraph`.
-            noise: standard deviation ``sigma`` of the noise.
-            seed: noise seed.
-            aggregate: ``'max'`` (best member label) or ``'mean'`` (share-weighted relevance of the group).
-            binary: use ``label > 0`` as the label.
-
-        Raises:
-            ValueError: on bad qrels, noise or ``aggregate``.
-        """
-        _check_noise(noise, seed, 'SimulatedNavigator')
-        if aggregate not in ('max', 'mean'):
-            raise ValueError(f"SimulatedNavigator: aggregate must be 'max' or 'mean', got {aggregate!r}")
-        self.qrels = qrels
-        self.groups = groups
-        self.noise = noise
-        self.seed = seed
-        self.aggregate = aggregate
-        self.binary = binary
-        self._labels = _label_lookup(qrels, binary, 'SimulatedNavigator')
-
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return (f'SimulatedNavigator(<{len(self.qrels)} qrels>, {self.groups!r}, noise={self.noise!r}, '
-                f'seed={self.seed!r}, aggregate={self.aggregate!r}{extra})')
-
-    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        """Score every ``(qid, group id)`` row."""
-        pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
-        labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
-        agg = max if self.aggregate == 'max' else (lambda xs: sum(xs) / len(xs))
-        scores = []
-        for q, g in zip(inp['qid'].astype(str), inp['docno'].astype(str)):
-            members = [str(m) for m in self.groups.group_members(int(g))]
-            value = agg([labels.get((q, m), 0.0) for m in members]) if members else 0.0
-            scores.append(value + stable_noise(q, f'group:{g}', sigma, seed))
-        return _scored(inp, scores)
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:
@@ -380,7 +240,6 @@ def navigator_quality(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.
 def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.DataFrame, qrels: pd.DataFrame,
                  measures: Optional[list] = None) -> pd.DataFrame:
     """Run ``pt.Experiment`` once per budget; returns ``budget, name, <measures>`` rows."""
-    import pyterrier as pt
     from ir_measures import R, nDCG
     measures = measures or [nDCG @ 10, R @ 100]
     frames = []

@@ -1,4 +1,5 @@
 """A tiny in-memory group graph and counting toy models for the online-algorithm tests."""
+import hashlib
 from typing import Dict, List, Sequence
 
 import pandas as pd
@@ -59,3 +60,24 @@ def first_stage(docnos: Sequence[str], qid: str = 'q1', query: str = 'query one'
     n = len(docnos)
     return pd.DataFrame({'qid': qid, 'query': query, 'docno': list(docnos),
                          'score': [float(n - i) for i in range(n)], 'rank': list(range(n))})
+
+
+class HashScorer(pt.Transformer):
+    """Scores rows by a hash of (query text, docno): every query ranks the same documents differently, so a driver
+    that matched answers to the wrong query would change the output. Records every call's input frame."""
+
+    def __init__(self, salt: str = ''):
+        self.salt = salt
+        self.calls: List[pd.DataFrame] = []
+
+    def score(self, query: str, docno: str) -> float:
+        digest = hashlib.blake2b(f'{self.salt}\x1f{query}\x1f{docno}'.encode(), digest_size=8).digest()
+        return int.from_bytes(digest, 'big') / 2 ** 64
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        self.calls.append(inp.copy())
+        return inp.assign(score=[self.score(q, d) for q, d in zip(inp['query'], inp['docno'])])
+
+    @property
+    def num_calls(self) -> int:
+        return len(self.calls)

@@ -4,7 +4,7 @@ import inspect
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from _toy_graph import DictScorer, HashScorer, ToyGroupGraph, first_stage
 
 from pyterrier_garen._baselines import RGS, DocGAREN, SlideGAR, SlidingWindowReranker
 
@@ -128,18 +128,21 @@ def test_docgaren_worked_example():
     lambda r, g: SlidingWindowReranker(r, window=5, stride=2, budget=12),
     lambda r, g: SlideGAR(r, g, window=5, keep=2, budget=12),
     lambda r, g: RGS(r, g, budget=12, window=5, stride=2),
-    lambda r, g: DocGAREN(r, g, DictScorer({}), window=5, keep=2, budget=12),
+    lambda r, g: DocGAREN(r, g, HashScorer('navigator'), window=5, keep=2, budget=12),
 ])
 def test_batched_budget_empty_and_repr(make):
     rng = np.random.default_rng(0)
     docs = [f'd{i}' for i in range(50)]
     graph = RaisingGraph({d: list(rng.choice(docs, 4, replace=False)) for d in docs[:-5]})
-    reranker = DictScorer(dict(zip(docs, rng.random(50))))
+    reranker = HashScorer()  # query-dependent: answers matched to the wrong query would change the output
     model = make(reranker, graph)
-    inp = pd.concat([first_stage(list(rng.choice(docs, 15, replace=False)), qid=f'q{i}') for i in range(3)])
+    inp = pd.concat([first_stage(list(rng.choice(docs, 15, replace=False)), qid=f'q{i}', query=f'query {i}')
+                     for i in range(3)])
     batched = model(inp)
     calls = reranker.num_calls
-    assert all(call.qid.nunique() >= 1 for call in reranker.calls)
+    assert reranker.calls[0].qid.nunique() == 3  # the first window of every query goes in ONE call
+    shared = set(docnos(batched, 'q0')) & set(docnos(batched, 'q1'))
+    assert shared, 'the queries must share documents for this test to catch answers matched by docno only'
     for qid in inp.qid.unique():
         sent = {d for call in reranker.calls for d in call[call.qid == qid].docno}
         assert len(sent) <= 12

@@ -4,7 +4,7 @@ import random
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from _toy_graph import DictScorer, HashScorer, ToyGroupGraph, first_stage
 
 from pyterrier_garen._garen import GAREN, Strategy, num_iterations, propagate, select_groups, take
 from pyterrier_garen._navigators import VoteNavigator
@@ -179,7 +179,9 @@ def test_fewer_first_stage_docs_than_window():
     assert reranker.calls[0].docno.tolist() == ['a1', 'a2']
     # votes G2=2 (a1, a2), G1=1, G3=1 (G1 before G3 by id); explore: G2's a4, G1's a3 (absent from R_0 here)
     assert garen.last_trace[0]['expansion'] == ['a4', 'a3']
-    assert len(out) <= 10
+    # T = 4 iterations; the first window holds 2 docs, each later one adds w - h = 2: 8 docs, below the budget 10
+    assert len(out) == garen.last_stats.docs_reranked.iloc[0] == 8
+    assert reranker.num_calls == 4
     assert (np.diff(out.score) < 0).all()
 
 
@@ -221,8 +223,9 @@ def random_setup(seed, n_docs=60, n_groups=9):
     docs = [f'd{i}' for i in range(n_docs)]
     adjacency = {d: rng.sample(docs, 4) for d in docs[:-5]}  # the last 5 docs are not in the graph
     groups = {d: rng.randrange(n_groups) for d in docs[:-5]}
-    reranker = DictScorer({d: rng.random() for d in docs})
-    navigator = DictScorer({str(g): rng.random() for g in range(n_groups)})
+    # scores depend on the query text: a driver that matched answers to the wrong query would change the output
+    reranker = HashScorer(f'reranker {seed}')
+    navigator = HashScorer(f'navigator {seed}')
     inp = pd.concat([first_stage(rng.sample(docs, rng.randrange(1, 30)), qid=f'q{i}', query=f'query {i}')
                      for i in range(4)])
     return ToyGroupGraph(adjacency, groups), reranker, navigator, inp
@@ -249,6 +252,7 @@ def test_budget_calls_and_batched_equals_per_query(seed):
     assert (batched.groupby('qid').score.diff().dropna() < 0).all()
     alone = pd.concat([garen(inp[inp.qid == qid]) for qid in inp.qid.unique()], ignore_index=True)
     pd.testing.assert_frame_equal(batched.reset_index(drop=True), alone)
+    assert reranker.calls[0].qid.nunique() == inp.qid.nunique()  # one call covered every query's first window
 
 
 def test_one_reranker_and_navigator_call_per_iteration_for_many_queries():

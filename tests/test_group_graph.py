@@ -146,8 +146,16 @@ def test_tampered_ids_are_rejected(cran_groups, tmp_path):
 
 
 def test_no_pickle_in_artifact(cran_groups):
+    names = {file.name for file in cran_groups.path.iterdir()}
+    assert names == set(GROUP_FILES) | {'pt_meta.json', 'summaries.jsonl'}
     for file in cran_groups.path.iterdir():
-        assert not file.name.endswith(('.pkl', '.pickle', '.npy'))
+        data = file.read_bytes()
+        assert not (data[:1] == b'\x80' and data[1:2] in b'\x02\x03\x04\x05'), f'{file.name} looks like a pickle'
+        if file.suffix in ('.json', '.jsonl'):
+            for line in (data.splitlines() if file.suffix == '.jsonl' else [data]):
+                json.loads(line)
+        elif file.suffix == '.np':  # raw arrays: exactly the bytes their dtype and pt_meta.json counts imply
+            assert b'NUMPY' not in data[:8]
 
 
 def test_gar_over_groups_in_experiment(cran_groups, cranfield, cran_pisa, cran_vectors, minilm):

@@ -69,6 +69,8 @@ def test_deterministic_and_seed_sensitive_labels_are_valid():
     a = leiden_partition(edges, weights, max_group_size=5, seed=7)
     b = leiden_partition(edges, weights, max_group_size=5, seed=7)
     np.testing.assert_array_equal(a.labels, b.labels)
+    others = [leiden_partition(edges, weights, max_group_size=5, seed=s).labels for s in (8, 9, 10)]
+    assert any(not np.array_equal(a.labels, other) for other in others), 'the seed must change the partition'
     # labels are numbered by smallest member: the first node of each new group increases with the id
     firsts = [int(np.nonzero(a.labels == g)[0][0]) for g in range(a.num_groups)]
     assert firsts == sorted(firsts)
