@@ -17,7 +17,8 @@ from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
 from ._params import check_positive
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
-           'by_last_placement', 'window_loop']
+           'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
+           'fuse_first_stage']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -152,6 +153,76 @@ def by_last_placement(observed: Iterable[str], last: Dict[str, Tuple[int, int]])
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# options beyond the paper (all off by default; see GAREN's keyword arguments)
+
+#: Rank constant of the reciprocal-rank fusion of GAREN's final order with the first-stage order.
+FUSION_K = 60
+MEMBER_ORDERS = ('first_stage', 'evidence')
+
+
+def group_evidence(top: Sequence[str], group_of: Callable[[str], int], p: float) -> Dict[int, float]:
+    """Reranker evidence per group: ``sum((1-p) p^i)`` over the group's members at 0-based position ``i`` of ``top``.
+
+    ``top`` is the current top ``h`` of the re-ranked window ``W~_t[:h]``; documents without a group add nothing.
+    """
+    evidence: Dict[int, float] = {}
+    for i, docno in enumerate(top):
+        gid = group_of(docno)
+        if gid != -1:
+            evidence[gid] = evidence.get(gid, 0.) + (1 - p) * p ** i
+    return evidence
+
+
+def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, every: int) -> List[str]:
+    """Up to ``n`` expansion documents where slots ``every, 2*every, ...`` (1-based) come from the first stage.
+
+    When one source runs dry the other fills its slots; duplicates are taken once.
+    """
+    sources = [iter(from_groups), iter(from_first_stage)]
+    out: Dict[str, None] = {}
+    position = 0
+    while len(out) < n:
+        position += 1
+        first = 1 if position % every == 0 else 0
+        docno = next(sources[first], None)
+        if docno is None:
+            docno = next(sources[1 - first], None)
+            if docno is None:
+                break
+        out.setdefault(docno)
+    return list(out)
+
+
+def exploit_now(top: Sequence[str], group_of: Callable[[str], int], eligible: Iterable[int], min_members: int) -> bool:
+    """Evidence-driven switch: exploit when an eligible group already holds ``min_members`` docs of the top ``h``."""
+    counts: Dict[int, int] = {}
+    for docno in top:
+        counts[group_of(docno)] = counts.get(group_of(docno), 0) + 1
+    return any(counts.get(g, 0) >= min_members for g in eligible if g != -1)
+
+
+def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str], Sequence[str]]) -> List[str]:
+    """Member-aware order: members that more documents of ``top`` list as k-NN neighbours first (stable)."""
+    links: Dict[str, int] = {}
+    for docno in top:
+        for nb in neighbours(docno):
+            links[nb] = links.get(nb, 0) + 1
+    return sorted(pool, key=lambda d: -links.get(d, 0))
+
+
+def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K) -> List[str]:
+    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0``.
+
+    ``score(d) = 1 / (k + i) + weight / (k + r)`` with ``i`` the 1-based position in ``order`` and ``r`` the 1-based
+    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``.
+    """
+    def score(i, docno):
+        r = rank0.get(docno)
+        return 1 / (k + i) + (weight / (k + r + 1) if r is not None else 0.)
+    return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in enumerate(order, start=1))]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # the window loop of Algorithm 1
 
 def check_window(window: int, keep: int, budget: int) -> None:
@@ -252,6 +323,11 @@ class GAREN(WindowSearch):
                  propagate: bool = True,
                  p: float = 0.6,
                  alpha: float = 0.01,
+                 evidence_weight: float = 0.0,
+                 interleave: int = 0,
+                 switch_members: int = 0,
+                 fusion: float = 0.0,
+                 member_order: str = 'first_stage',
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -270,11 +346,24 @@ class GAREN(WindowSearch):
                 then the other observed documents in the order the reranker last placed them.
             p: RBP decay ``p`` of the propagation.
             alpha: propagation weight ``alpha``.
+            evidence_weight: (beyond the paper; 0 = off) ``lambda`` of the evidence-aware group value: eligible
+                groups are ordered by navigator score ``+ lambda *`` :func:`group_evidence` of the current top ``h``,
+                so expansion also follows what the reranker has confirmed.
+            interleave: (beyond the paper; 0 = off) every ``interleave``-th expansion slot goes to the best
+                unobserved first-stage document (:func:`interleave`), so more of the first stage's head is re-ranked.
+            switch_members: (beyond the paper; 0 = off, the fixed ``tau_switch``) explore until an eligible group
+                holds ``switch_members`` documents of the current top ``h``, exploit in those iterations
+                (:func:`exploit_now`); replaces ``tau_switch`` for ``strategy='explore_exploit'``.
+            fusion: (beyond the paper; 0 = off) weight of the first-stage order in a reciprocal-rank fusion with the
+                final order (:func:`fuse_first_stage`), after propagation (or none).
+            member_order: (beyond the paper) order of a group's unobserved members: ``'first_stage'`` (paper) or
+                ``'evidence'``: members more k-NN-linked from the current top ``h`` first (:func:`by_links`), which
+                matters for large or mixed groups.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
         Raises:
-            ValueError: on a non-positive size, ``keep >= window`` or an unknown strategy.
+            ValueError: on a non-positive size, ``keep >= window``, an unknown strategy or a bad option value.
         """
         self.reranker = reranker
         self.groups = groups
@@ -288,9 +377,24 @@ class GAREN(WindowSearch):
         self.propagate = propagate
         self.p = p
         self.alpha = alpha
+        self.evidence_weight = evidence_weight
+        self.interleave = interleave
+        self.switch_members = switch_members
+        self.fusion = fusion
+        self.member_order = member_order
         self.trace = trace
         self.verbose = verbose
         check_window(window, keep, budget)
+        for name in ('interleave', 'switch_members'):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+                raise ValueError(f'{name} must be a non-negative integer (0 = off), got {value!r}')
+        for name in ('evidence_weight', 'fusion'):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
+        if member_order not in MEMBER_ORDERS:
+            raise ValueError(f'member_order must be one of {MEMBER_ORDERS}, got {member_order!r}')
         if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
             raise ValueError(f'group_budget (K_g) must be a non-negative integer, got {group_budget!r}')
 
@@ -307,8 +411,10 @@ class GAREN(WindowSearch):
         if not reranked:
             return []
         if not self.propagate:
-            return by_last_placement(state.observed, state.last)
-        return propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+            final = by_last_placement(state.observed, state.last)
+        else:
+            final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+        return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
 
     def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
@@ -330,15 +436,37 @@ class GAREN(WindowSearch):
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
                                                     'text': [groups.summary(g) or '' for g in chosen],
                                                     'vote': [votes.get(g, 0) for g in chosen]})
+        # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
+        top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
+        evidence = group_evidence(top, groups.group_of, self.p) if self.evidence_weight else {}
+        value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
+            state.cache.__getitem__
         eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and pool(g)),
-                          key=lambda g: (-state.cache[g], -votes.get(g, 0), best_rank.get(g, math.inf), g))
-        explore = self._explores(t)
-        picked = take([pool(g) for g in eligible], n, round_robin=explore)
-        expansion = state.backfill(picked, n)
-        yield EVENT, {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
-                      'scored': scored, 'eligible': eligible,
-                      'chosen_groups': list(dict.fromkeys(groups.group_of(d) for d in picked)),
-                      'backfill': expansion[len(picked):]}
+                          key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
+        if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
+            explore = not exploit_now(top, groups.group_of, eligible, self.switch_members)
+        else:
+            explore = self._explores(t)
+        pools = [pool(g) for g in eligible]
+        if self.member_order == 'evidence':
+            pools = [by_links(members_, top, state.neighbours) for members_ in pools]
+        picked = take(pools, n, round_robin=explore)
+        if self.interleave:
+            taken = set(picked)
+            head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
+            mixed = interleave(picked, head, n, self.interleave)
+            picked = [d for d in mixed if d in taken]
+            expansion = state.backfill(mixed, n)
+        else:
+            expansion = state.backfill(picked, n)
+        from_groups = set(picked)
+        event = {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
+                 'scored': scored, 'eligible': eligible,
+                 'chosen_groups': list(dict.fromkeys(groups.group_of(d) for d in picked)),
+                 'backfill': [d for d in expansion if d not in from_groups]}
+        if evidence:
+            event['evidence'] = evidence
+        yield EVENT, event
         return expansion
 
     def _columns(self, state, ranking):

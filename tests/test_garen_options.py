@@ -1,0 +1,122 @@
+"""GAREN's options beyond the paper (all off by default): the mechanics of each one on hand-built graphs."""
+import pytest
+from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+
+from pyterrier_garen import GAREN
+from pyterrier_garen._garen import by_links, exploit_now, fuse_first_stage, group_evidence, interleave
+
+# the worked example of test_garen_algorithm: groups G0 a1 a2 | G1 a3 x1 x2 | G2 a4 y1 y2 y3 | G3 z1 z2 |
+# G4 a5 a6 a7 a8 | G5 w1; without options its windows are [a1 a2 a3 a4], [a1 a3 y1 x1], [a1 y1 y2 y3], [a1 y1 w1 x2]
+GROUPS = {'a1': 0, 'a2': 0, 'a3': 1, 'x1': 1, 'x2': 1, 'a4': 2, 'y1': 2, 'y2': 2, 'y3': 2,
+          'z1': 3, 'z2': 3, 'a5': 4, 'a6': 4, 'a7': 4, 'a8': 4, 'w1': 5}
+ADJACENCY = {'a1': ['x1', 'y1'], 'a2': ['y2', 'z1'], 'a3': ['x2', 'a1'], 'a4': ['y3', 'a3'],
+             'x1': ['z2', 'a1'], 'y1': ['w1', 'y1']}
+R0 = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']
+RERANK = {'a1': 10, 'a2': 5, 'a3': 8, 'a4': 1, 'y1': 9, 'x1': 2, 'y2': 3, 'y3': 7, 'w1': 11, 'x2': 0}
+NAVIGATE = {'0': .2, '1': .5, '2': .9, '3': .7, '4': .1, '5': .8}
+
+
+def run(**kwargs):
+    reranker = DictScorer(RERANK)
+    params = dict(window=4, keep=2, budget=10, group_budget=2, tau_switch=1, trace=True)
+    params.update(kwargs)
+    garen = GAREN(reranker, ToyGroupGraph(ADJACENCY, GROUPS), DictScorer(NAVIGATE), **params)
+    out = garen(first_stage(R0))
+    return garen, [call.docno.tolist() for call in reranker.calls], out.docno.tolist()
+
+
+def test_defaults_are_the_paper():
+    _, windows, _ = run()
+    assert windows == [['a1', 'a2', 'a3', 'a4'], ['a1', 'a3', 'y1', 'x1'], ['a1', 'y1', 'y2', 'y3'],
+                       ['a1', 'y1', 'w1', 'x2']]
+    off = dict(evidence_weight=0.0, interleave=0, switch_members=0, fusion=0.0, member_order='first_stage')
+    assert run(**off)[1:] == run()[1:]
+    assert 'fusion' not in repr(run()[0])
+    assert 'fusion=0.5' in repr(run(fusion=0.5)[0])
+
+
+def test_group_evidence():
+    evidence = group_evidence(['a1', 'a3', 'x1', 'zz'], lambda d: GROUPS.get(d, -1), p=0.5)
+    assert evidence == pytest.approx({0: 0.5, 1: 0.25 + 0.125})  # zz has no group: no evidence
+
+
+def test_evidence_weight_follows_the_reranker():
+    # t=1: top h = [a1, a3]; G1 (a3, position 1) gets evidence (1-p) p = .24; with lambda=2 its value .5 + .48 beats
+    # G2's .9, so explore starts with G1 (x1), then G2 (y1)
+    garen, windows, _ = run(evidence_weight=2.0)
+    assert windows[1] == ['a1', 'a3', 'x1', 'y1']
+    assert garen.last_trace[0]['eligible'][:2] == [1, 2]
+    assert garen.last_trace[0]['evidence'] == pytest.approx({0: 0.4, 1: 0.24})
+    # a small lambda does not overturn the navigator
+    assert run(evidence_weight=0.1)[1][1] == ['a1', 'a3', 'y1', 'x1']
+
+
+def test_interleave_slots():
+    assert interleave(['g1', 'g2', 'g3'], ['f1', 'f2'], 4, 2) == ['g1', 'f1', 'g2', 'f2']
+    assert interleave(['g1'], ['f1', 'f2', 'f3'], 4, 3) == ['g1', 'f1', 'f2', 'f3']  # groups dry: first stage fills
+    assert interleave(['g1', 'f1'], ['f1', 'f2'], 3, 2) == ['g1', 'f1', 'f2']  # a duplicate is taken once
+    assert interleave(['g1', 'g2'], [], 2, 1) == ['g1', 'g2']
+
+
+def test_interleave_in_garen():
+    # t=1: the groups offer y1, x1; every second slot goes to the best unobserved first-stage document (a5)
+    garen, windows, _ = run(interleave=2)
+    assert windows[1] == ['a1', 'a3', 'y1', 'a5']
+    for step, window in zip(garen.last_trace, windows[1:]):
+        new = window[2:]
+        assert new[1] in R0  # slot 2 of every expansion comes from R_0 while R_0 has unobserved documents
+        assert step['backfill'] == [d for d in new if d in R0 and GROUPS[d] not in step['chosen_groups']]
+
+
+def test_switch_members():
+    assert exploit_now(['a3', 'x1'], GROUPS.get, [1, 2], 2)
+    assert not exploit_now(['a3', 'x1'], GROUPS.get, [2], 2)  # the group holding them is not eligible
+    assert not exploit_now(['a3', 'y1'], GROUPS.get, [1, 2], 2)
+    for members in (1, 2):
+        garen, windows, _ = run(switch_members=members, tau_switch=100)
+        for step in garen.last_trace:
+            if 'mode' in step:
+                top = step['reranked'][:2]
+                expected = 'exploit' if exploit_now(top, GROUPS.get, step['eligible'], members) else 'explore'
+                assert step['mode'] == expected
+    # one member is enough: t=1 a3 (G1, still open) is in the top 2 -> exploit the best group G2 (y1, y2);
+    # t=2 y1 (G2) -> exploit; t=3 the top 2 are w1 (G5, exhausted) and a1 (G0, exhausted) -> explore
+    garen, windows, _ = run(switch_members=1, tau_switch=100)
+    assert [s['mode'] for s in garen.last_trace if 'mode' in s] == ['exploit', 'exploit', 'explore']
+    assert windows[1] == ['a1', 'a3', 'y1', 'y2']
+    assert [s['mode'] for s in run(tau_switch=100)[0].last_trace if 'mode' in s] == ['explore'] * 3
+    # with strategy='explore' the switch is not used
+    assert {s['mode'] for s in run(switch_members=1, strategy='explore')[0].last_trace if 'mode' in s} == {'explore'}
+
+
+def test_fusion():
+    rank0 = {'a': 0, 'b': 1}
+    # x: 1/61; a: 1/62 + 1/61; b: 1/63 + 1/62
+    assert fuse_first_stage(['x', 'a', 'b'], rank0, 1.0) == ['a', 'b', 'x']
+    assert fuse_first_stage(['x', 'a', 'b'], rank0, 0.01) == ['x', 'a', 'b']
+    _, windows, plain = run()
+    _, fused_windows, fused = run(fusion=1.0)
+    assert fused_windows == windows  # fusion only reorders the final ranking
+    assert fused == fuse_first_stage(plain, {d: i for i, d in enumerate(R0)}, 1.0)
+    assert fused != plain
+    _, _, noprop = run(propagate=False)
+    assert run(propagate=False, fusion=1.0)[2] == fuse_first_stage(noprop, {d: i for i, d in enumerate(R0)}, 1.0)
+
+
+def test_member_order_by_links():
+    assert by_links(['p', 'q', 'r'], ['a'], {'a': ['r', 'q']}.get) == ['q', 'r', 'p']  # ties keep the pool order
+    assert by_links(['p', 'q', 'r'], ['a', 'b'], {'a': ['r'], 'b': ['q', 'r']}.get) == ['r', 'q', 'p']
+    # G0 {a, b} is the first stage; G1 {p, q, r} lies outside it; a (the top document) links to q only
+    graph = ToyGroupGraph({'a': ['q'], 'b': ['p']}, {'a': 0, 'b': 0, 'p': 1, 'q': 1, 'r': 1})
+    for order, expected in (('first_stage', 'p'), ('evidence', 'q')):
+        reranker = DictScorer({'a': 2, 'b': 1})
+        GAREN(reranker, graph, DictScorer({'1': 1.}), window=2, keep=1, budget=3, member_order=order)(
+            first_stage(['a', 'b']))
+        assert reranker.calls[1].docno.tolist() == ['a', expected]
+
+
+@pytest.mark.parametrize('kwargs', [{'interleave': -1}, {'switch_members': 1.5}, {'fusion': -0.1},
+                                    {'evidence_weight': float('nan')}, {'member_order': 'random'}])
+def test_bad_options(kwargs):
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        run(**kwargs)
