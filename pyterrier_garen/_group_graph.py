@@ -337,8 +337,9 @@ class GroupCorpusGraph(CorpusGraph):
         return GAREN(reranker, self, navigator, **kwargs)
 
     def gar(self, scorer: pt.Transformer, **kwargs) -> pt.Transformer:
-        """``pyterrier_adaptive.GAR`` over this graph (keyword arguments pass through)."""
-        from pyterrier_adaptive import GAR
+        """``pyterrier_adaptive.GAR`` over this graph, inspectable by ``pt.Experiment`` (keyword arguments pass
+        through; see :class:`pyterrier_garen._gar.GAR`)."""
+        from ._gar import GAR
         return GAR(scorer, self, **kwargs)
 
     # -- building (see _group_builder.py) ----------------------------------------------------------------------
