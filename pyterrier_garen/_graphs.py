@@ -114,7 +114,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
 
 
 def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
-    """Verify that every docno round-trips through an ``npids`` lookup (npids 0.1.3 can lose ids; see DESIGN.md).
+    """Verify that every docno round-trips through an ``npids`` lookup (npids 0.1.3 loses some; docs/decisions.md).
 
     Raises:
         ValueError: naming the first docnos that do not round-trip.

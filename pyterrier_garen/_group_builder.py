@@ -70,7 +70,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
     if len(set(docnos)) != n:
         raise ValueError('docnos must be unique')
-    # store documents in string-sorted docno order: npids then round-trips every docno (see DESIGN.md)
+    # store documents in string-sorted docno order: npids then round-trips every docno (see docs/decisions.md)
     order = np.argsort(np.asarray(docnos, dtype=object), kind='stable')
     new_id = np.empty(n, dtype=np.int64)
     new_id[order] = np.arange(n)
