@@ -1,0 +1,125 @@
+"""Docs that cannot rot: runnable snippets of README.md, docs/*.md and the pt_docs pages are executed, the pt_docs
+pages build with Sphinx, and every relative link points at a file in the repository.
+
+A Markdown block is runnable when its info string is ``python runnable``; an rst block when its ``code-block``
+has ``:class: runnable``. The blocks of one page run in order in one namespace, in an empty working folder, with
+``$GAREN_CACHE`` pointed at the test cache (so the shared Cranfield artifacts are built once per session).
+"""
+import re
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / 'README.md'
+PT_DOCS = ROOT / 'pyterrier_garen' / 'pt_docs'
+MARKDOWN = [README, *sorted((ROOT / 'docs').glob('*.md'))]
+RST = sorted(PT_DOCS.glob('*.rst'))
+# text that must never reach a user's terminal (third-party noise the project filters at its source)
+NOISE = ('Pipeline Validation Report', 'NumPy array is not writable', 'Loading weights')
+BARS = ('encoding documents', 'k-NN graph', 're-partitioning large groups', 'summarising groups')
+
+
+def markdown_blocks(path):
+    return re.findall(r'^```python runnable\n(.*?)^```', path.read_text(), flags=re.S | re.M)
+
+
+def rst_blocks(path):
+    blocks = []
+    pattern = r'^\.\. code-block:: python\n((?:[ ]+:[\w-]+:.*\n)*)\n((?:[ ]+.*\n|\n)+)'
+    for options, body in re.findall(pattern, path.read_text(), flags=re.M):
+        if re.search(r':class:.*\brunnable\b', options):
+            blocks.append(textwrap.dedent(body))
+    return blocks
+
+
+def _blocks(path):
+    return markdown_blocks(path) if path.suffix == '.md' else rst_blocks(path)
+
+
+PAGES = [p for p in MARKDOWN + RST if _blocks(p)]
+
+
+@pytest.fixture
+def docs_env(cranfield, work_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv('GAREN_CACHE', str(work_dir))
+    monkeypatch.setenv('GAREN_DATA', str(cranfield.path.parent))
+    cwd = tmp_path / 'cwd'
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    return cwd
+
+
+def run_page(path, cwd, capfd):
+    scope = {'__name__': '__main__'}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        for number, code in enumerate(_blocks(path), start=1):
+            exec(compile(code, f'{path.name} (runnable block {number})', 'exec'), scope)  # noqa: S102
+    out, err = capfd.readouterr()
+    for w in caught:
+        assert not any(n in str(w.message) for n in NOISE), f'{path.name}: {w.category.__name__}: {w.message}'
+    for line in re.split(r'[\r\n]+', err):
+        assert not line.strip() or line.lstrip().startswith(BARS), f'{path.name} wrote to stderr: {line!r}'
+    assert not list(cwd.iterdir()), f'{path.name} wrote into the working folder: {list(cwd.iterdir())}'
+    return scope, out
+
+
+def test_there_are_runnable_pages():
+    assert README in PAGES
+    assert {p.name for p in PAGES} >= {'index.rst', 'artifacts.rst', 'online.rst', 'llm.rst', 'analysis.rst'}
+
+
+@pytest.mark.parametrize('path', PAGES, ids=[p.name for p in PAGES])
+def test_runnable_snippets(path, docs_env, capfd):
+    run_page(path, docs_env, capfd)
+
+
+def test_readme_quick_start_prints_a_table(docs_env, capfd):
+    code = markdown_blocks(README)[0]
+    assert code.rstrip().splitlines()[-1].startswith('print(')  # a script shows its result
+    assert 'garen.prepare(dataset, verbose=True)' in code  # artifacts under the cache, progress shown
+    scope, out = run_page(README, docs_env, capfd)
+    assert list(scope['results'].name) == ['BM25', 'GAR', 'GAREN']
+    assert scope['results']['R@100'].between(0, 1).all()
+    assert re.search(r'^\s*\d+\s+GAREN\s+[0-9.]+\s+[0-9.]+', out, flags=re.M), out[-2000:]
+
+
+def test_readme_names_exist():
+    import pyterrier_garen
+    text = README.read_text()
+    for name in re.findall(r'garen\.([A-Za-z_]+)\(', text):
+        assert hasattr(pyterrier_garen, name), name
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_links_point_into_the_repository(path):
+    text = path.read_text()
+    assert 'DESIGN.md' not in text  # not part of the repository
+    links = re.findall(r'\]\(([^)#\s]+)(?:#[^)]*)?\)', text) + re.findall(r':doc:`(?:[^<`]*<)?([^>`]+)>?`', text)
+    for link in links:
+        if re.match(r'[a-z]+://', link):
+            continue
+        base = path.parent / link
+        assert base.exists() or base.with_suffix('.rst').exists(), f'{path.name} links to missing {link}'
+
+
+@pytest.mark.filterwarnings('ignore:The mapping interface for autodoc options')
+def test_pt_docs_build_with_sphinx(tmp_path):
+    pytest.importorskip('sphinx', reason='the test extra (sphinx) is not installed')
+    from sphinx.cmd.build import build_main
+    conf = tmp_path / 'conf'
+    conf.mkdir()
+    (conf / 'conf.py').write_text("project = 'pyterrier-garen'\n"
+                                  "extensions = ['sphinx.ext.autodoc', 'sphinx.ext.napoleon']\n"
+                                  "autodoc_typehints = 'none'\n")
+    log = tmp_path / 'warnings.txt'
+    status = build_main(['-b', 'html', '-q', '-c', str(conf), '-d', str(tmp_path / 'doctrees'), '-w', str(log),
+                         str(PT_DOCS), str(tmp_path / 'html')])
+    warnings_text = log.read_text()
+    assert status == 0, warnings_text
+    assert not warnings_text.strip(), warnings_text
+    for page in RST:
+        assert (tmp_path / 'html' / f'{page.stem}.html').is_file()
