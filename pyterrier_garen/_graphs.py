@@ -86,7 +86,7 @@ def _with_title(doc: dict) -> dict:
     return {'docno': doc['docno'], 'text': f'{title} {text}' if title else text}
 
 
-def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: bool = True):
+def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: bool = True, ray=None):
     """Encode a corpus once and store its vectors in a ``pyterrier_dr.FlexIndex`` (reused when already built).
 
     Encoding is the slow step on a CPU (about 45 abstracts per second with MiniLM on two cores), so every later
@@ -97,6 +97,8 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         path: folder of the FlexIndex.
         encoder: a document encoder transformer; defaults to :func:`minilm_encoder`.
         verbose: show a progress bar.
+        ray: encode in a Ray actor pool (``True``, a cluster address or ``RayOptions``); ``encoder`` is then a
+            zero-argument factory built in each actor (default :func:`minilm_encoder`). Same vectors, same order.
 
     Returns:
         The ``pyterrier_dr.FlexIndex``.
@@ -105,11 +107,15 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
     index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     if index.built():
         return index
-    encoder = encoder or minilm_encoder()
     docs = (_with_title(d) for d in dataset.get_corpus_iter(verbose=False))
     if verbose:  # one bar for the step (the encoder's and the indexer's own bars stay off)
         docs = pt.tqdm(docs, desc='encoding documents', unit='doc', total=_corpus_size(dataset))
-    (encoder >> index.indexer()).index(docs)
+    if ray:
+        from ._ray import encode_into
+        encode_into(index.indexer(), docs, encoder=encoder, ray=ray)
+    else:
+        encoder = encoder or minilm_encoder()
+        (encoder >> index.indexer()).index(docs)
     return index
 
 

@@ -27,7 +27,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 
-__all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs']
+__all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
+           'encode_into']
 
 _EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
 
@@ -388,12 +389,18 @@ def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], o
     if isinstance(factory, pt.Transformer) or not callable(factory):
         raise TypeError(f'{factory!r} is not an encoder factory: on Ray each actor builds its own encoder, so pass a '
                         'zero-argument callable (e.g. pyterrier_garen.minilm_encoder or functools.partial(...))')
+    return _encoded(docs, factory, options, batch_size, verbose)
+
+
+def _encoded(docs, factory, options: RayOptions, batch_size: int, verbose: bool) -> Iterator[Dict[str, Any]]:
     items = [{'pos': i, 'docno': str(d['docno']), 'text': str(d.get('text') or '')} for i, d in enumerate(docs)]
     if not items:
         return
     with _session(options, verbose) as (_, data):
         data.DataContext.get_current().execution_options.preserve_order = True
-        blocks = max(1, min(len(items) // batch_size, 4 * int(options.workers) * 8))
+        # at least one block per actor, at most 32 per actor (each block is one task, retried as a whole)
+        workers = int(options.workers)
+        blocks = min(len(items), max(workers, min(-(-len(items) // batch_size), 32 * workers)))
         ds = data.from_items(items, override_num_blocks=blocks)
         out = ds.map_batches(_EncodeWorker, batch_size=batch_size, fn_constructor_kwargs={'factory': factory},
                              **_compute(data, options))
@@ -406,3 +413,22 @@ def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], o
                 yield {'docno': str(docno), 'doc_vec': vec}
         if expected != len(items):
             raise RuntimeError(f'Ray returned {expected} vectors for {len(items)} documents')
+
+
+def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Optional[Callable[[], Any]] = None,
+                ray: Union[bool, str, RayOptions] = True, batch_size: int = 256, verbose: bool = False):
+    """Encode ``docs`` in a Ray actor pool and write the vectors, in document order, with ``indexer``.
+
+    Args:
+        indexer: e.g. ``FlexIndex(path).indexer()`` (anything whose ``index()`` takes ``{'docno', 'doc_vec'}``).
+        docs: ``{'docno', 'text'}`` dicts.
+        encoder: a zero-argument encoder factory (default :func:`~pyterrier_garen.minilm_encoder`).
+        ray: True, a cluster address or :class:`RayOptions`.
+        batch_size: documents per actor call.
+        verbose: Ray's logs and progress bars.
+    """
+    if encoder is None:
+        from ._graphs import minilm_encoder
+        encoder = minilm_encoder
+    return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
+                                     verbose=verbose))

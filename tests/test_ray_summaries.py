@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings('ignore::DeprecationWarning:ray.data.context')]
 ray = pytest.importorskip('ray', reason="Ray is not installed (pip install 'pyterrier-garen[ray]')")
 
 from _ray_engines import RAY_TEST_ENGINE  # noqa: E402
