@@ -74,7 +74,7 @@ class CentroidNavigator(VectorComponent):
         return self._centroids
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         qvecs = self._queries(list(inp['query']))
@@ -100,14 +100,14 @@ class SummaryNavigator(VectorComponent):
 
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         gids = inp['docno'].astype(int).tolist()
         missing = sorted(set(gids) - set(self._summary_vecs))
         if missing:
             texts = [self.groups.summary(g) for g in missing]
-            vecs = unit(np.asarray(self.encoder.encode_docs(texts), dtype=np.float32))
+            vecs = unit(np.asarray(self.model.encode_docs(texts), dtype=np.float32))
             self._summary_vecs.update(zip(missing, vecs))
         qvecs = self._queries(list(inp['query']))
         svecs = np.stack([self._summary_vecs[g] for g in gids])

@@ -134,7 +134,7 @@ class VectorScorer(VectorComponent):
 
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'])
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         qvecs = self._queries(list(inp['query']))

@@ -35,15 +35,33 @@ def unit(vecs: np.ndarray) -> np.ndarray:
 
 
 class VectorComponent(Rebuildable, pt.Transformer):
-    """Shared plumbing: the FlexIndex, the encoder and the cached query vectors."""
+    """Shared plumbing: the FlexIndex, the encoder and the cached query vectors.
+
+    ``encoder`` stays as given (``None`` = the packaged MiniLM, loaded on first use), so the repr rebuilds the object.
+    """
 
     def __init__(self, vectors, encoder=None):
         self.vectors = vectors
-        if encoder is None:
-            from ._graphs import minilm_encoder
-            encoder = minilm_encoder()
         self.encoder = encoder
-        self._queries = QueryVectors(encoder)
+        self._encoder = None
+        self._query_vectors = None
+
+    @property
+    def model(self):
+        """The encoder in use (``encoder``, else the packaged MiniLM, loaded once)."""
+        if self._encoder is None:
+            if self.encoder is not None:
+                self._encoder = self.encoder
+            else:
+                from ._graphs import minilm_encoder
+                self._encoder = minilm_encoder()
+        return self._encoder
+
+    @property
+    def _queries(self) -> QueryVectors:
+        if self._query_vectors is None:
+            self._query_vectors = QueryVectors(self.model)
+        return self._query_vectors
 
     def _doc_vectors(self, docnos) -> np.ndarray:
         """Unit vectors of docnos; zero vectors for docnos the index does not hold."""

@@ -293,7 +293,7 @@ class _TextLoader(pt.Transformer):
         return f'{self.dataset!r}.text_loader({self.fields!r})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['docno'])
+        pt.validate.columns(inp, includes=['docno'], context=self)
         fields = ['text', 'title'] if self.fields == '*' else (
             [self.fields] if isinstance(self.fields, str) else list(self.fields))
         if self.fields == '*' and not self.dataset.has_titles():
@@ -362,5 +362,5 @@ class RemoveExcluded(pt.Transformer):
         return f'RemoveExcluded(<qrels: {len(self.qrels)} rows>, excluded_label={self.excluded_label})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'docno', 'score'])
+        pt.validate.columns(inp, includes=['qid', 'docno', 'score'], context=self)
         return remove_excluded(inp, self.qrels, excluded_label=self.excluded_label)

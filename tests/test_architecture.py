@@ -79,13 +79,14 @@ def test_examples_bench_and_notebooks_use_public_names_only():
 @pytest.fixture(scope='module')
 def toy():
     sys.path.insert(0, str(Path(__file__).parent))
+    from _stub_engine import StubEngine
     from _toy_graph import DictScorer, ToyGroupGraph
-    return DictScorer({'a': 1.}), ToyGroupGraph({'a': ['b']}, {'a': 0, 'b': 0})
+    return DictScorer({'a': 1.}), ToyGroupGraph({'a': ['b']}, {'a': 0, 'b': 0}), StubEngine()
 
 
 def _transformers(toy):
     import pyterrier_garen as garen
-    scorer, graph = toy
+    scorer, graph, engine = toy
     return [
         garen.GAREN(scorer, graph, garen.VoteNavigator(), strategy='explore', budget=50),
         garen.DocGAREN(scorer, graph, scorer, keep=5),
@@ -93,6 +94,11 @@ def _transformers(toy):
         garen.RGS(scorer, graph, stride=5),
         garen.SlidingWindowReranker(scorer, budget=40),
         garen.VoteNavigator(),
+        garen.VectorScorer(None),
+        garen.CentroidNavigator(graph, None),
+        garen.SummaryNavigator(graph),
+        garen.YesNoScorer(engine, batch_size=4),
+        garen.ListwiseReranker(engine, window=10, stride=5),
     ]
 
 
@@ -105,11 +111,12 @@ def test_transformers_are_inspectable(toy):
 
 def test_repr_rebuilds_the_object(toy):
     import pyterrier_garen as garen
-    scorer, graph = toy
-    namespace = {**{name: getattr(garen, name) for name in garen.__all__}, 'DictScorer': type(scorer),
-                 'ToyGroupGraph': type(graph), 'scorer': scorer, 'graph': graph}
+    scorer, graph, engine = toy
+    namespace = {**{name: getattr(garen, name) for name in garen.__all__}, 'scorer': scorer, 'graph': graph,
+                 'engine': engine}
     for transformer in _transformers(toy):
         text = repr(transformer).replace(repr(scorer), 'scorer').replace(repr(graph), 'graph')
+        text = text.replace(repr(engine), 'engine')
         rebuilt = eval(text, namespace)  # noqa: S307 - our own reprs
         assert repr(rebuilt) == repr(transformer)
     assert "strategy='explore'" in repr(_transformers(toy)[0])
