@@ -12,9 +12,26 @@ def _dataset(spec: str):
     return load_dataset(spec)
 
 
+def _add_ray_args(p) -> None:
+    p.add_argument('--ray', nargs='?', const='', metavar='ADDRESS',
+                   help='run in a Ray actor pool: alone, a local cluster (or $RAY_ADDRESS); with an ADDRESS '
+                        '(auto, ray://head:10001), that cluster (default: no Ray, one process)')
+    p.add_argument('--workers', type=int, default=2, help='Ray actors, one model each (with --ray)')
+    p.add_argument('--gpus-per-worker', type=float, default=None,
+                   help='GPUs per Ray actor (default: 1 for in-process vLLM, else 0)')
+
+
+def _ray_options(args, gpus: float = 0):
+    if args.ray is None:
+        return None
+    from ._ray import RayOptions
+    return RayOptions(address=args.ray or None, workers=args.workers,
+                      num_gpus=gpus if args.gpus_per_worker is None else args.gpus_per_worker)
+
+
 def _cmd_encode(args) -> None:
     from ._graphs import encode_corpus
-    index = encode_corpus(_dataset(args.dataset), args.out, verbose=True)
+    index = encode_corpus(_dataset(args.dataset), args.out, verbose=True, ray=_ray_options(args))
     print(f'vectors: {index}')
 
 
@@ -47,6 +64,11 @@ def _summarizer(args):
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
         raise SystemExit('--summarizer llm needs --model (and --base-url for a server)')
+    if args.ray is not None:  # each Ray actor builds its own engine from this recipe
+        from ._ray import EngineSpec
+        spec = EngineSpec('openai', base_url=args.base_url, model=args.model) if args.base_url \
+            else EngineSpec('vllm', model=args.model)
+        return spec.summarizer()
     engine = OpenAIEngine(args.base_url, args.model) if args.base_url else VLLMEngine(args.model)
     return LLMSummarizer(engine)
 
@@ -54,8 +76,9 @@ def _summarizer(args):
 def _cmd_summarize(args) -> None:
     from ._group_graph import GroupCorpusGraph
     groups = GroupCorpusGraph(args.groups)
+    gpus = 1 if args.summarizer == 'llm' and not args.base_url else 0
     groups.summarize(_summarizer(args), _dataset(args.dataset), batch_size=args.batch_size,
-                     overwrite=args.overwrite, verbose=True)
+                     overwrite=args.overwrite, verbose=True, ray=_ray_options(args, gpus))
     print(json.dumps(groups.meta['summaries']))
 
 
@@ -166,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = add('encode', 'encode a corpus with MiniLM into a FlexIndex')
     p.add_argument('--dataset', required=True, help=data_help)
     p.add_argument('--out', required=True, help='FlexIndex folder')
+    _add_ray_args(p)
     p.set_defaults(func=_cmd_encode)
 
     p = add('build-graph', 'build a k-NN corpus graph (np_topk format)')
@@ -199,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--base-url', help='OpenAI-compatible server URL for --summarizer llm (default: in-process vLLM)')
     p.add_argument('--batch-size', type=int, default=32, help='groups per summariser call')
     p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
+    _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)
 
     p = add('prepare', 'all offline steps for a collection (BM25 index, vectors, graph, groups, summaries)')

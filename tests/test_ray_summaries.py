@@ -142,3 +142,16 @@ def test_live_engine_is_refused(bare_groups, cranfield, engine_spec, tmp_path):
     from pyterrier_garen import LLMSummarizer
     with pytest.raises(TypeError, match='live engine'):
         groups.summarize(LLMSummarizer(StubEngine(), max_tokens=24), cranfield, ray=RayOptions(workers=2))
+
+
+def test_cli_summarize_on_ray(ray_cluster, bare_groups, cranfield, tmp_path, capsys):
+    from pyterrier_garen import ExtractiveSummarizer
+    from pyterrier_garen.__main__ import main
+    groups = _copy(bare_groups, tmp_path)
+    main(['summarize', '--groups', str(groups.path), '--dataset', str(cranfield.path), '--ray', '--workers', '2'])
+    meta = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert meta['ray']['workers'] == 2
+    assert meta['summarizer'] == ExtractiveSummarizer().config()
+    reloaded = GroupCorpusGraph(groups.path)
+    local = ExtractiveSummarizer().summarize([{'group': 0, 'docs': reloaded._member_texts(cranfield, [0])[0]}])[0]
+    assert reloaded.summary_record(0)['summary'] == local['summary']
