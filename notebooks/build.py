@@ -1,6 +1,8 @@
 """Write notebooks/analysis.ipynb and execute it in place (outputs and plots embedded).
 
     python notebooks/build.py              # Cranfield (about 3 minutes on 2 cores, artifacts cached)
+
+The notebook uses public names only and must hold no ANSI escapes or machine paths (tests/test_notebook.py).
     python notebooks/build.py --dataset scifact
 """
 import argparse
@@ -16,22 +18,20 @@ CPU components (MiniLM reranker over stored vectors, centroid navigator, extract
 plotting code lives in `pyterrier_garen.analysis`; this notebook only calls it. Regenerate with
 `python notebooks/build.py --dataset {dataset}`."""),
     ('code', """import os
-os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import warnings
-warnings.filterwarnings('ignore')
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+# tqdm's notebook bars need ipywidgets; without it tqdm warns on import (this notebook shows no progress bars)
+warnings.filterwarnings('ignore', message='IProgress not found')
 import matplotlib.pyplot as plt
 import pandas as pd
-import pyterrier as pt
-from pyterrier_adaptive import GAR
 import pyterrier_garen as garen
 from pyterrier_garen import analysis
-from pyterrier_garen._compare import build_systems, cpu_components, evaluation_qrels
-from pyterrier_garen.datasets import load_dataset
 
-dataset = load_dataset('{dataset}')
-prepared = garen.prepare(dataset)
-reranker, navigator = cpu_components(prepared)
-topics, qrels = dataset.get_topics(), evaluation_qrels(dataset)
+dataset = garen.load_dataset('{dataset}')
+prepared = garen.prepare(dataset)  # built once under $GAREN_CACHE (default ~/.cache/pyterrier-garen), then reused
+reranker, navigator = garen.cpu_components(prepared)
+topics, qrels = dataset.get_topics(), garen.evaluation_qrels(dataset)
+print(qrels.attrs['labels'])
 bm25 = prepared.bm25_index.bm25(num_results=1000)
 first = bm25(topics)
 prepared.groups.group_stats()"""),
@@ -43,7 +43,7 @@ measures how each method orders what it observed (SlideGAR puts the most recentl
 reference code does)."""),
     ('code', """systems = ['GAR', 'SlideGAR', 'RGS', 'GAREN']
 budgets = [40, 60, 100, 150, 200]
-by_budget = {{b: build_systems(prepared, reranker, navigator, budget=b, systems=systems) for b in budgets}}
+by_budget = {{b: garen.build_systems(prepared, reranker, navigator, budget=b, systems=systems) for b in budgets}}
 curve = analysis.budget_curve(by_budget, topics, qrels)
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
 analysis.plot_budget_curve(curve, 'nDCG@10', ax=axes[0])
@@ -58,7 +58,7 @@ farther than 6 hops or unreachable."""),
     ('code', """garen_run = garen.GAREN(reranker, prepared.groups, navigator, trace=True)
 runs = {{
     'BM25': first[first['rank'] < 100],
-    'GAR': GAR(reranker, prepared.groups, num_results=100, batch_size=16)(first),
+    'GAR': prepared.groups.gar(reranker, num_results=100, batch_size=16)(first),
     'GAREN': garen_run(first),
     'GAREN-doc': garen.DocGAREN(reranker, prepared.groups, reranker)(first),
 }}
