@@ -59,7 +59,8 @@ def run_page(path, cwd, capfd):
         for number, code in enumerate(_blocks(path), start=1):
             exec(compile(code, f'{path.name} (runnable block {number})', 'exec'), scope)  # noqa: S102
     out, err = capfd.readouterr()
-    for w in caught:
+    for w in caught:  # deprecations inside third-party code are hidden from users by default; nothing else is
+        assert not issubclass(w.category, UserWarning), f'{path.name}: {w.category.__name__}: {w.message}'
         assert not any(n in str(w.message) for n in NOISE), f'{path.name}: {w.category.__name__}: {w.message}'
     for line in re.split(r'[\r\n]+', err):
         assert not line.strip() or line.lstrip().startswith(BARS), f'{path.name} wrote to stderr: {line!r}'
