@@ -10,13 +10,13 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import List, Optional, Sequence, Union
+from typing import Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import pyterrier as pt
 
 __all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
-           'write_docnos', 'check_docnos', 'load_corpus_graph']
+           'write_docnos', 'check_docnos', 'repair_docnos', 'load_corpus_graph']
 
 
 def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
@@ -104,19 +104,34 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         The ``pyterrier_dr.FlexIndex``.
     """
     import pyterrier_dr
+    from ._atomic import building
     index = pyterrier_dr.FlexIndex(str(path), verbose=False)
-    if index.built():
-        return index
-    docs = (_with_title(d) for d in dataset.get_corpus_iter(verbose=False))
-    if verbose:  # one bar for the step (the encoder's and the indexer's own bars stay off)
-        docs = pt.tqdm(docs, desc='encoding documents', unit='doc', total=_corpus_size(dataset))
-    if ray:
-        from ._ray import encode_into
-        encode_into(index.indexer(), docs, encoder=encoder, ray=ray)
-    else:
-        encoder = encoder or minilm_encoder()
-        (encoder >> index.indexer()).index(docs)
+    if not index.built():
+        docs = _nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset)
+        if verbose:  # one bar for the step (the encoder's and the indexer's own bars stay off)
+            docs = pt.tqdm(docs, desc='encoding documents', unit='doc', total=_corpus_size(dataset))
+        with building(path, ('dense_index', 'flex')) as tmp:
+            tmp.rmdir()  # FlexIndex's indexer creates the folder itself
+            indexer = pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer()
+            if ray:
+                from ._ray import encode_into
+                encode_into(indexer, docs, encoder=encoder, ray=ray)
+            else:
+                ((encoder or minilm_encoder()) >> indexer).index(docs)
+        index = pyterrier_dr.FlexIndex(str(path), verbose=False)
+    if repair_docnos(Path(path) / 'docnos.npids'):
+        index = pyterrier_dr.FlexIndex(str(path), verbose=False)  # reopen: the old lookup is cached
     return index
+
+
+def _nonempty(docs: Iterator[dict], dataset) -> Iterator[dict]:
+    """``docs`` unchanged, or a ValueError naming the dataset when it yields no document at all."""
+    docs = iter(docs)
+    first = next(docs, None)
+    if first is None:
+        raise ValueError(f'{dataset!r} has no documents; check its corpus (docs.jsonl) before indexing')
+    yield first
+    yield from docs
 
 
 def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
@@ -161,19 +176,71 @@ def _lookup_one(lookup, docno: str) -> int:
 
 
 def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
-    """Write an ``npids`` docno lookup and verify it. Docnos must be in string-sorted order.
+    """Write an ``npids`` docno lookup that round-trips every docno, in the given order, atomically.
 
-    npids 0.1.3 stores integer-like docnos that form several runs (1..374, 377..425) as integer sequences whose
-    inverse lookup returns -1 for part of them; string-sorted order avoids those codecs. The lookup is checked
-    after writing either way.
+    npids 0.1.3 picks its inverse (docno -> id) codec from the data; for integer-like docnos that form several runs
+    (1..374, 377..425) it picks ``intsequencemulti``, which answers -1 for part of them. This writer builds the
+    forward part with npids, then the inverse with the codec npids would choose unless that is
+    ``intsequencemulti``, which is replaced by npids' hash codec (correct for any docnos). The result is checked
+    and moved into place only when complete; readers need nothing but plain ``npids.Lookup``.
+
+    Raises:
+        ValueError: for duplicate docnos or fewer than two.
+    """
+    from npids import Lookup, codecs
+    from npids.builder import InvLookupBuilder
+    from npids.utils import FileManager
+    docnos = [str(d) for d in docnos]
+    if len(set(docnos)) != len(docnos):
+        raise ValueError('write_docnos needs unique docnos')
+    if len(docnos) < 2:
+        raise ValueError(f'a docno lookup needs at least 2 documents, got {len(docnos)} (npids 0.1.3 cannot store '
+                         'a single docno); add documents to the collection')
+    path = Path(path)
+    tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
+    _remove_file(tmp)
+    try:
+        Lookup.build(docnos, str(tmp), build_inv=False, return_self=False)
+        with Lookup(str(tmp)) as lookup, FileManager(str(tmp), 'a') as writer:
+            fwd = lookup.fwd
+            single = len(fwd.codecs) == 1 and isinstance(fwd.codecs[0].fmt, codecs.fwd['intsequence'])
+            if not single and not codecs.inv['intstored'].condition(fwd) and \
+                    codecs.inv['intsequencemulti'].condition(fwd):
+                codecs.inv['hash'].build(fwd, writer)
+                inv_built = True
+            else:
+                inv_built = False
+        if not inv_built:
+            InvLookupBuilder.build(str(tmp))
+        with Lookup(str(tmp)) as lookup:
+            check_docnos(lookup, docnos)
+        _remove_file(path)  # never write through a link left at the final name
+        os.replace(tmp, path)
+    finally:
+        _remove_file(tmp)
+
+
+def repair_docnos(path: Union[str, Path]) -> bool:
+    """Rewrite a project-written ``docnos.npids`` whose inverse lookup loses docnos (same ids, working codec).
+
+    Used on the artifacts this project builds through other libraries (FlexIndex vectors, BM25 graphs), whose
+    writers choose npids' default codecs. Returns ``True`` when the file was rewritten.
     """
     from npids import Lookup
-    docnos = [str(d) for d in docnos]
-    if any(a >= b for a, b in zip(docnos, docnos[1:])):
-        raise ValueError('write_docnos needs unique docnos in string-sorted order; sort them (and remap ids) first')
-    Lookup.build(docnos, str(path))
+    path = Path(path)
     with Lookup(str(path)) as lookup:
-        check_docnos(lookup, docnos)
+        try:
+            check_docnos(lookup)
+            return False
+        except ValueError:
+            docnos = [str(d) for d in lookup.fwd[np.arange(len(lookup))]]
+    write_docnos(docnos, path)
+    return True
+
+
+def _remove_file(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
 
 
 def load_corpus_graph(path: Union[str, Path]):
@@ -191,6 +258,13 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     Uses ``pyterrier_dr.FlexIndex.corpus_graph`` and checks that its docno lookup round-trips. ``verbose`` shows
     its progress bar while the graph is built.
     """
+    import shutil
+    docnos = Path(index.index_path) / 'docnos.npids'
+    if docnos.is_file() and not docnos.is_symlink() and repair_docnos(docnos):
+        index = type(index)(str(index.index_path))
+    half_built = Path(index.index_path) / f'corpusgraph_k{k}'
+    if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
+        shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
     with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
         # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
         warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
@@ -224,12 +298,18 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
                verbose: bool = False):
     """A PISA index of a corpus (title + text), built once and reused."""
     import pyterrier_pisa
+
+    from ._atomic import building
     index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
     if not index.built():
-        docs = [_with_title(d) for d in dataset.get_corpus_iter(verbose=False)]
-        with _quiet_native_output(not verbose):
-            index.index(docs)
-            index.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
+        docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
+        with building(path, ('sparse_index', 'pisa')) as tmp:
+            tmp.rmdir()
+            new = pyterrier_pisa.PisaIndex(str(tmp), stemmer=stemmer, threads=threads, text_field='text')
+            with _quiet_native_output(not verbose):
+                new.index(docs)
+                new.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
+        index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
     return index
 
 
@@ -250,6 +330,8 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
     path = Path(path)
     if (path / 'pt_meta.json').exists():
         graph = load_corpus_graph(path)
+        if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
+            graph = load_corpus_graph(path)
         check_docnos(graph._docnos)
         return graph
     if index is None:
@@ -259,7 +341,14 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
                               key=lambda d: d['docno'])
     # PISA tokenises the query text itself; documents with no indexable term simply get no neighbours
     # (from_retriever then links them to themselves, which group building and GAREN ignore).
-    graph = CorpusGraph.from_retriever(retriever, iter(docs), str(path), k=k, batch_size=batch_size)
+    if not docs:
+        raise ValueError(f'{dataset!r} has no documents; a corpus graph needs at least two')
+    from ._atomic import building
+    with building(path, ('corpus_graph', 'np_topk')) as tmp:
+        tmp.rmdir()
+        CorpusGraph.from_retriever(retriever, iter(docs), str(tmp), k=k, batch_size=batch_size)
+        repair_docnos(tmp / 'docnos.npids')
+    graph = load_corpus_graph(path)
     check_docnos(graph._docnos)
     return graph
 
