@@ -1,12 +1,17 @@
 """One call that builds (or reuses) every offline artifact of a collection in a work folder."""
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Dict, Optional, Union
 
-__all__ = ['Prepared', 'prepare', 'cache_dir']
+__all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint']
+
+MANIFEST = 'prepare.json'
 
 
 def cache_dir() -> Path:
@@ -25,16 +30,84 @@ class Prepared:
     groups: Any  # GroupCorpusGraph, with extractive summaries
 
 
+def collection_fingerprint(dataset) -> str:
+    """SHA-256 identifying a collection's content: ``dataset.fingerprint()`` when it has one (``LocalDataset``:
+    its files), else a hash of every document (docno, title, text) from ``get_corpus_iter()``."""
+    if hasattr(dataset, 'fingerprint'):
+        return str(dataset.fingerprint())
+    digest = hashlib.sha256()
+    for doc in dataset.get_corpus_iter(verbose=False):
+        for field in ('docno', 'title', 'text'):
+            digest.update(str(doc.get(field) or '').encode('utf8', 'surrogatepass'))
+            digest.update(b'\0')
+        digest.update(b'\1')
+    return digest.hexdigest()
+
+
+def _dataset_name(dataset) -> str:
+    name = getattr(dataset, 'name', None) or getattr(dataset, '_irds_id', None) or str(dataset)
+    return ''.join(c if c.isalnum() or c in '-_.' else '_' for c in str(name)).strip('._') or 'collection'
+
+
+def _check_workdir(workdir: Path, fingerprint: str, name: str) -> bool:
+    """Refuse a workdir prepared for another collection, else record this one in it (``prepare.json``).
+
+    Returns whether prepare created the workdir (then it owns every folder at an artifact's name in it).
+    """
+    manifest = workdir / MANIFEST
+    if manifest.is_file():
+        try:
+            stored = json.loads(manifest.read_text(encoding='utf8'))
+        except ValueError:
+            stored = {}
+        if stored.get('collection_sha256') != fingerprint:
+            raise FileExistsError(
+                f'{workdir} holds artifacts prepared for another collection ({stored.get("collection", "?")}, '
+                f'fingerprint {str(stored.get("collection_sha256"))[:12]}; this one is {fingerprint[:12]}); its '
+                'artifacts are not reused: pass another workdir, or delete that one to rebuild there')
+        return bool(stored.get('created'))
+    from ._atomic import write_json
+    created = not workdir.exists() or not any(workdir.iterdir())
+    workdir.mkdir(parents=True, exist_ok=True)
+    write_json(manifest, {'collection': name, 'collection_sha256': fingerprint, 'created': created})
+    return created
+
+
+def _fresh(path: Path, owned: bool) -> None:
+    """Before building ``path``: a folder left without ``pt_meta.json`` is a half-built piece of an interrupted
+    run. Remove it when this workdir is prepare's own, else say so (it may be the user's). Temporaries of killed
+    builds beside it are removed either way."""
+    from ._atomic import clean_stale
+    clean_stale(path)
+    if path.is_symlink() or not path.exists() or (path / 'pt_meta.json').is_file():
+        return
+    if owned:
+        shutil.rmtree(path)
+        return
+    raise FileExistsError(f'{path} exists but is not a finished artifact (no pt_meta.json): an interrupted build? '
+                          'delete it to rebuild, or pass another workdir')
+
+
+def _matches_collection(lookup, docnos) -> bool:
+    from ._graphs import lookup_ids
+    return len(lookup) == len(docnos) and bool((lookup_ids(lookup, docnos) >= 0).all())
+
+
 def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str = 'dense', k: int = 16,
             max_group_size: int = 20, seed: int = 42, summarizer=None, vectors: bool = True,
             verbose: bool = False) -> Prepared:
     """Build or reuse, in ``workdir``: a PISA index, MiniLM vectors, a k-NN graph and summarised groups.
 
-    Each step is skipped when its artifact is already built, so a second call is instant.
+    Each step is skipped when its artifact is already built (its ``pt_meta.json`` exists and its documents are the
+    collection's), so a second call is instant. Every step builds beside its final folder and swaps it in, so an
+    interrupted run (Ctrl-C, kill) leaves either the finished artifact or nothing at that name; a rerun continues
+    with the missing steps (summaries resume group by group). Artifacts are reused only for the same collection:
+    the workdir records a fingerprint of the collection's content (``prepare.json``), and artifact names carry
+    every parameter that shapes them.
 
     Args:
         dataset: a :class:`~pyterrier_garen.LocalDataset` or any PyTerrier dataset with a corpus.
-        workdir: output folder; defaults to ``cache_dir()/<dataset name>``.
+        workdir: output folder; defaults to ``cache_dir()/<dataset name>-<fingerprint>``.
         graph: ``'dense'`` (exact cosine MiniLM k-NN) or ``'bm25'`` (PISA BM25 k-NN).
         k: neighbours per document.
         max_group_size: Leiden re-partitioning threshold.
@@ -42,23 +115,57 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
         summarizer: group summariser; defaults to :class:`~pyterrier_garen.ExtractiveSummarizer`.
         vectors: encode the corpus with MiniLM (needed by the CPU reranker and navigators).
         verbose: progress bars.
+
+    Raises:
+        FileExistsError: ``workdir`` was prepared for another collection, or holds a folder at an artifact's name
+            that prepare did not make.
     """
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
     if graph not in ('dense', 'bm25'):
         raise ValueError(f'graph must be "dense" or "bm25", got {graph!r}')
-    name = getattr(dataset, 'name', None) or str(dataset).replace('/', '_').replace(':', '_')
-    workdir = Path(workdir) if workdir is not None else cache_dir() / name
-    workdir.mkdir(parents=True, exist_ok=True)
-    pisa = bm25_index(dataset, workdir / 'bm25.pisa')
-    flex = encode_corpus(dataset, workdir / 'minilm.flex', verbose=verbose) if (vectors or graph == 'dense') \
-        else None
+    for name, value in (('k', k), ('max_group_size', max_group_size)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f'{name} must be a positive integer, got {value!r}')
+    summarizer = summarizer or ExtractiveSummarizer()
+    name = _dataset_name(dataset)
+    fingerprint = collection_fingerprint(dataset)
+    if workdir is None:
+        workdir = cache_dir() / f'{name}-{fingerprint[:12]}'
+    workdir = Path(workdir)
+    owned = _check_workdir(workdir, fingerprint, name)
+    docnos = [str(d['docno']) for d in dataset.get_corpus_iter(verbose=False)]
+    if len(docnos) < 2:
+        raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
+
+    _fresh(workdir / 'bm25.pisa', owned)
+    pisa = bm25_index(dataset, workdir / 'bm25.pisa', verbose=verbose)
+    flex = None
+    if vectors or graph == 'dense':
+        _fresh(workdir / 'minilm.flex', owned)
+        flex = encode_corpus(dataset, workdir / 'minilm.flex', verbose=verbose)
+        if not _matches_collection(flex.docnos(), docnos):
+            raise FileExistsError(f'{workdir / "minilm.flex"} holds vectors of other documents than {dataset!r}; '
+                                  'delete it or pass another workdir')
     if graph == 'dense':
         knn = dense_corpus_graph(flex, k=k, verbose=verbose)
     else:
+        _fresh(workdir / f'bm25.k{k}.graph', owned)
         knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)
-    groups = GroupCorpusGraph.from_corpus_graph(knn, workdir / f'{graph}.k{k}.s{max_group_size}.groups',
+    if not _matches_collection(knn._docnos, docnos):
+        raise FileExistsError(f'the corpus graph {getattr(knn, "path", knn)} is of other documents than {dataset!r}; '
+                              'delete it or pass another workdir')
+    groups_path = workdir / f'{graph}.k{k}.s{max_group_size}.seed{seed}.groups'
+    _fresh(groups_path, owned)
+    groups = GroupCorpusGraph.from_corpus_graph(knn, groups_path,
                                                 max_group_size=max_group_size, seed=seed, verbose=verbose)
-    groups.summarize(summarizer or ExtractiveSummarizer(), dataset, batch_size=64, verbose=verbose)
+    _summarize(groups, summarizer, dataset, verbose)
     return Prepared(dataset, workdir, pisa, flex, knn, groups)
+
+
+def _summarize(groups, summarizer, dataset, verbose: bool) -> None:
+    """Summaries of prepare's own groups: made by another summariser they are replaced (prepare owns them)."""
+    stored: Dict[str, Any] = (groups.meta.get('summaries') or {})
+    overwrite = bool(stored) and stored.get('summarizer') != summarizer.config()
+    groups.summarize(summarizer, dataset, batch_size=64, overwrite=overwrite, verbose=verbose)

