@@ -6,6 +6,8 @@ import json
 import sys
 from typing import List, Optional
 
+from ._errors import UsageError
+
 
 def _dataset(spec: str):
     from .datasets import load_dataset
@@ -37,10 +39,12 @@ def _cmd_encode(args) -> None:
 
 def _cmd_build_graph(args) -> None:
     from ._graphs import bm25_corpus_graph, dense_corpus_graph, encode_corpus
+    if args.kind == 'dense' and not args.vectors:
+        raise UsageError('build-graph --kind dense needs --vectors FOLDER (a FlexIndex, see the encode command)')
+    if args.kind == 'bm25' and not args.out:
+        raise UsageError('build-graph --kind bm25 needs --out FOLDER (where the graph is written)')
     dataset = _dataset(args.dataset)
     if args.kind == 'dense':
-        if not args.vectors:
-            raise SystemExit('build-graph --kind dense needs --vectors FOLDER (a FlexIndex, see the encode command)')
         graph = dense_corpus_graph(encode_corpus(dataset, args.vectors, verbose=True), k=args.k)
     else:
         graph = bm25_corpus_graph(dataset, args.out, k=args.k)
@@ -63,7 +67,7 @@ def _summarizer(args):
         return ExtractiveSummarizer()
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
-        raise SystemExit('--summarizer llm needs --model (and --base-url for a server)')
+        raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
     if args.ray is not None:  # each Ray actor builds its own engine from this recipe
         from ._ray import EngineSpec
         spec = EngineSpec('openai', base_url=args.base_url, model=args.model) if args.base_url \
@@ -94,6 +98,10 @@ def _cmd_show(args) -> None:
     from ._group_graph import GroupCorpusGraph
     groups = GroupCorpusGraph(args.groups)
     print(json.dumps(groups.group_stats()))
+    unknown = [g for g in args.group or [] if not 0 <= g < groups.num_groups]
+    if unknown:
+        raise UsageError(f'--group {unknown[0]} does not exist in {args.groups}; group ids run from 0 to '
+                         f'{groups.num_groups - 1}')
     ids = args.group or list(range(min(args.limit, groups.num_groups)))
     for gid in ids:
         print(f'--- group {gid} ({len(groups.group_member_ids(gid))} docs): {groups.group_members(gid)[:10]}')
@@ -255,12 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (FileNotFoundError, FileExistsError, ValueError) as ex:  # user errors: the message says what to do
-        parser.exit(2, f'error: {ex}\n')
+    from ._errors import run_command
+    run_command(build_parser(), argv)  # user errors: one line 'error: ...', exit status 2
 
 
 if __name__ == '__main__':

@@ -5,6 +5,7 @@ import codecs
 import hashlib
 import json
 import os
+import sys
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -314,7 +315,49 @@ def load_dataset(spec: str):
     if ':' not in spec:
         raise FileNotFoundError(f'{spec!r} is neither a collection folder nor a collection under {data_dir()}; pass '
                                 'a folder with docs.jsonl, queries.tsv and qrels.txt, or an id like irds:beir/scifact')
-    return pt.get_dataset(spec)
+    try:
+        dataset = pt.get_dataset(spec)
+    except KeyError as ex:
+        raise ValueError(f'{spec!r} is not a known dataset id ({ex.args[0] if ex.args else ex}); see '
+                         'https://ir-datasets.com for ids (irds:<id>) or pass a collection folder') from None
+    _probe_download(dataset, spec)
+    return dataset
+
+
+def _probe_download(dataset, spec: str) -> None:
+    """Read the first document so that data that is neither on disk nor downloadable fails here, in one line.
+
+    What the downloader prints meanwhile (retries, progress bars) is held back and shown only when the probe
+    succeeds, so an offline machine sees one clear error instead of a page of retries.
+    """
+    import tempfile
+
+    from ._errors import DatasetUnavailableError, is_network_error
+    if not hasattr(dataset, 'get_corpus_iter'):
+        return
+    with tempfile.TemporaryFile() as held:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(held.fileno(), 2)
+        failure = None
+        try:
+            next(iter(dataset.get_corpus_iter(verbose=False)), None)
+        except Exception as ex:  # noqa: BLE001 - classified below
+            failure = ex
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        if failure is None:
+            held.seek(0)
+            sys.stderr.write(held.read().decode('utf8', 'replace'))
+            return
+    if is_network_error(failure):
+        raise DatasetUnavailableError(
+            f'{spec} is not downloaded yet and the network cannot be reached ({type(failure).__name__}); download '
+            'it first on a machine with network access (ir_datasets keeps it under ~/.ir_datasets, or '
+            '$IR_DATASETS_HOME) and copy that folder here, or pass a local collection folder') from None
+    raise failure
 
 
 def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: int = -100) -> pd.DataFrame:

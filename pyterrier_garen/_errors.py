@@ -1,0 +1,97 @@
+"""The one place that turns exceptions into what a command-line user sees.
+
+A user error (bad input, a missing or existing file, a folder that cannot be written, a dataset that cannot be
+downloaded, a missing extra) becomes one line ``error: ...`` on stderr and exit status 2; Ctrl-C says what was
+kept and how to resume (exit status 130). Anything else is a bug and keeps its traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+import types
+from typing import Callable, List, Optional
+
+__all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'one_line']
+
+INTERRUPTED = ('interrupted: every finished step is kept (artifacts are written beside their folder and moved in '
+               'only when complete; summaries are saved batch by batch); rerun the same command to resume')
+
+
+class UsageError(ValueError):
+    """A command-line option is missing or does not fit the others."""
+
+
+class DatasetUnavailableError(FileNotFoundError):
+    """A dataset id names data that is not on this machine and cannot be downloaded now."""
+
+
+def one_line(text: str) -> str:
+    return ' '.join(str(text).split())
+
+
+def is_network_error(ex: BaseException) -> bool:
+    import socket
+    import urllib.error
+    if isinstance(ex, (socket.gaierror, socket.timeout, urllib.error.URLError, ConnectionError)):
+        return True
+    try:
+        import requests
+    except ImportError:
+        return False
+    return isinstance(ex, requests.exceptions.RequestException)
+
+
+def user_message(ex: BaseException) -> Optional[str]:
+    """The one-line message for a user error, ``None`` for an exception that is a bug."""
+    from ._atomic import ArtifactBusyError
+    if is_network_error(ex):
+        return one_line(f'cannot reach the network to download data ({type(ex).__name__}: {str(ex)[:160]}); '
+                        'download the dataset first on a connected machine (its files go to ~/.ir_datasets) or pass '
+                        'a local collection folder')
+    if isinstance(ex, OSError) and ex.errno is not None and ex.strerror:
+        where = f': {ex.filename}' if ex.filename else ''
+        fix = {errno.EACCES: 'check the permissions or choose another folder',
+               errno.EPERM: 'check the permissions or choose another folder',
+               errno.EROFS: 'the file system is read-only; choose a writable folder',
+               errno.ENOSPC: 'free some disk space or choose another folder',
+               errno.ENOENT: 'check the path',
+               errno.ENOTDIR: 'a path component is a file, not a folder; check the path',
+               errno.EISDIR: 'pass a file, not a folder',
+               errno.EEXIST: 'choose another path or remove it'}.get(ex.errno, 'check the path')
+        return one_line(f'{ex.strerror.lower()}{where}; {fix}')
+    if isinstance(ex, IndexError):  # from deep inside: a bug (user-facing ids are checked before use)
+        return None
+    if isinstance(ex, (ValueError, LookupError, OSError, ImportError, ArtifactBusyError)):
+        text = str(ex.args[0]) if isinstance(ex, KeyError) and ex.args else str(ex)
+        return one_line(text or type(ex).__name__)
+    return None
+
+
+def _one_line_argparse(parser: argparse.ArgumentParser) -> None:
+    """Make a parser and its subcommand parsers report usage errors as one ``error:`` line (exit status 2)."""
+    def error(self, message):
+        self.exit(2, f'error: {one_line(message)} (see {self.prog} --help)\n')
+    parser.error = types.MethodType(error, parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _one_line_argparse(sub)
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
+                call: Optional[Callable[[argparse.Namespace], None]] = None) -> None:
+    """Parse ``argv`` and run the chosen command (``args.func``), reporting user errors in one line."""
+    _one_line_argparse(parser)
+    args = parser.parse_args(argv)
+    try:
+        (call or args.func)(args)
+    except KeyboardInterrupt:
+        sys.stderr.write(f'\n{INTERRUPTED}\n')
+        sys.exit(130)
+    except Exception as ex:  # noqa: BLE001 - the one place where exceptions become messages
+        message = user_message(ex)
+        if message is None:
+            raise
+        sys.stderr.write(f'error: {message}\n')
+        sys.exit(2)
