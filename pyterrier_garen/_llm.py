@@ -17,16 +17,19 @@ completion tokens).
 """
 from __future__ import annotations
 
+import email.utils
 import importlib
 import itertools
+import json
 import math
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-__all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', 'Conversation']
+__all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', 'Conversation', 'Secret']
 
 Conversation = List[Dict[str, str]]
 
@@ -40,6 +43,45 @@ def _require(module: str, what: str) -> Any:
     except ImportError as ex:
         raise ImportError(f'{what} needs the {module!r} package, which is not installed; install the extra with '
                           f'`{_EXTRA_HINT}` (or `pip install {module}`)') from ex
+
+
+class Secret(str):
+    """An API key: behaves as the key for the client that needs it, but never shows it (repr, str, format).
+
+    ``reveal()`` gives the plain key; everything else (``repr``, ``str``, f-strings, ``%``) shows ``'<hidden>'``.
+    """
+
+    def __repr__(self):
+        return "'<hidden>'"
+
+    def __str__(self):
+        return '<hidden>'
+
+    def __format__(self, spec):
+        return format('<hidden>', spec)
+
+    def __reduce__(self):  # never pickled with its value (artifacts, multiprocessing)
+        return (Secret, ('',))
+
+    def reveal(self) -> str:
+        return str.__str__(self)
+
+
+def resolve_api_key(api_key: Optional[str]) -> Secret:
+    """The key to send: ``api_key`` when given, else ``$OPENAI_API_KEY``, else ``'EMPTY'`` (a local server)."""
+    key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+    if key is None:
+        key = os.environ.get('OPENAI_API_KEY') or 'EMPTY'
+    return Secret(key)
+
+
+def redact(text: str, *secrets: str) -> str:
+    """``text`` with every secret (and its ``Bearer`` header form) replaced by ``<hidden>``."""
+    for secret in secrets:
+        plain = secret.reveal() if isinstance(secret, Secret) else str(secret)
+        if plain and plain != 'EMPTY':
+            text = text.replace(plain, '<hidden>')
+    return text
 
 
 @dataclass
@@ -308,6 +350,25 @@ class VLLMEngine(_HFTokenizerMixin, Engine):
         return result
 
 
+class InvalidResponseError(RuntimeError):
+    """A server answered 200 with a body that is not a completion (not JSON, no ``choices``, an HTML page)."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A request took longer than its overall deadline."""
+
+
+def _check_completion(response):
+    """``response`` when it is a completion with at least one choice, else :class:`InvalidResponseError`."""
+    choices = getattr(response, 'choices', None)
+    first = choices[0] if isinstance(choices, list) and choices else None
+    if first is None or (getattr(first, 'message', None) is None and not isinstance(getattr(first, 'text', None), str)):
+        shown = response if isinstance(response, (str, bytes)) else type(response).__name__
+        raise InvalidResponseError(f'the server answered with something that is not a completion ({str(shown)[:80]!r}'
+                                   '); is base_url the OpenAI-compatible API (ending in /v1)?')
+    return response
+
+
 class OpenAIEngine(Engine):
     """Any OpenAI-compatible server: ``vllm serve``, SGLang or a hosted API.
 
@@ -325,9 +386,12 @@ class OpenAIEngine(Engine):
     Args:
         base_url: the server's URL (``http://host:8000/v1``) or a list of URLs.
         model: the served model name.
-        api_key: the API key (``'EMPTY'`` for a local vLLM server).
+        api_key: the API key; ``None`` (default) reads ``$OPENAI_API_KEY``, and without it sends ``'EMPTY'`` (a
+            local vLLM server). The key is kept as a :class:`Secret`: it never appears in a repr, log record, error
+            message, result or artifact.
         max_concurrency: most requests in flight at once (over all servers).
-        timeout: seconds before a request is abandoned (and retried).
+        timeout: seconds a request may take in all (connecting, waiting and reading the whole answer) before it
+            is abandoned and retried; a server that trickles its answer cannot extend it.
         max_retries: retries of a failed request.
         retry_backoff: seconds before the first retry, doubled on each further retry.
         seed: the seed sent with every request (decoding is greedy, ``temperature=0``).
@@ -341,11 +405,11 @@ class OpenAIEngine(Engine):
         ImportError: the ``openai`` client is not installed (``pip install pyterrier-garen[vllm]``).
     """
 
-    def __init__(self, base_url: Union[str, Sequence[str]], model: str, *, api_key: str = 'EMPTY',
+    def __init__(self, base_url: Union[str, Sequence[str]], model: str, *, api_key: Optional[str] = None,
                  max_concurrency: int = 16, timeout: float = 60, max_retries: int = 3, retry_backoff: float = 0.5,
                  seed: int = 0, context_length: Optional[int] = None, tokenizer: Any = None,
                  chat_template_kwargs: Optional[dict] = None, top_logprobs: int = 20):
-        openai = _require('openai', 'OpenAIEngine')
+        _require('openai', 'OpenAIEngine')
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise ValueError('OpenAIEngine needs at least one base_url, e.g. "http://localhost:8000/v1"')
@@ -353,7 +417,7 @@ class OpenAIEngine(Engine):
             raise ValueError(f'max_concurrency must be at least 1; got {max_concurrency}')
         self.base_url = base_url
         self.model = model
-        self.api_key = api_key
+        self.api_key = None if api_key is None else resolve_api_key(api_key)  # as given: None reads the env
         self.max_concurrency = max_concurrency
         self.timeout = timeout
         self.max_retries = max_retries
@@ -370,17 +434,23 @@ class OpenAIEngine(Engine):
                 self._tok = transformers.AutoTokenizer.from_pretrained(tokenizer)
             else:
                 self._tok = tokenizer
-        self._clients = [openai.OpenAI(base_url=url, api_key=api_key, timeout=timeout, max_retries=0) for url in urls]
+        self._key = resolve_api_key(api_key)
+        self._urls = urls
+        self._clients = [self._client(url) for url in urls]
         self._next = itertools.count()
         self._lock = threading.Lock()
         self.requests_per_server = [0] * len(urls)
+
+    def _client(self, url: str):
+        openai = importlib.import_module('openai')
+        return openai.OpenAI(base_url=url, api_key=self._key.reveal(), timeout=self.timeout, max_retries=0)
 
     def __repr__(self):
         options = {'api_key': self.api_key, 'max_concurrency': self.max_concurrency, 'timeout': self.timeout,
                    'max_retries': self.max_retries, 'retry_backoff': self.retry_backoff, 'seed': self.seed,
                    'context_length': self._context_length, 'tokenizer': self.tokenizer,
                    'chat_template_kwargs': self.chat_template_kwargs, 'top_logprobs': self.top_logprobs}
-        defaults = {'api_key': 'EMPTY', 'max_concurrency': 16, 'timeout': 60, 'max_retries': 3, 'retry_backoff': 0.5,
+        defaults = {'api_key': None, 'max_concurrency': 16, 'timeout': 60, 'max_retries': 3, 'retry_backoff': 0.5,
                     'seed': 0, 'context_length': None, 'tokenizer': None, 'chat_template_kwargs': None,
                     'top_logprobs': 20}
         return f'OpenAIEngine({self.base_url!r}, {self.model!r}{_kwargs_repr(options, defaults)})'
@@ -418,25 +488,82 @@ class OpenAIEngine(Engine):
 
     # ---- requests
     def _request(self, fn):
-        """Run ``fn(client)`` with retries; each attempt goes to the next server in round-robin order."""
+        """Run ``fn(client)`` with retries; each attempt goes to the next server in round-robin order.
+
+        Each attempt has an overall deadline of ``timeout`` seconds; connection errors, timeouts, HTTP 429/5xx and
+        200 answers that are not a completion are retried (honouring ``Retry-After``), other errors are raised at
+        once. Messages never contain the API key.
+        """
         openai = importlib.import_module('openai')
         retryable = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
-                     openai.InternalServerError)
+                     openai.InternalServerError, openai.APIResponseValidationError, InvalidResponseError,
+                     DeadlineExceeded)
         with self._lock:
             start = next(self._next)
         for attempt in range(self.max_retries + 1):
             index = (start + attempt) % len(self._clients)
             with self._lock:
                 self.requests_per_server[index] += 1
+            message = None
             try:
-                return fn(self._clients[index])
+                return self._with_deadline(index, fn)
             except retryable as ex:  # other errors (400: prompt too long, 404: unknown model, ...) are raised
                 if attempt == self.max_retries:
-                    raise RuntimeError(f'request to {self._clients[index].base_url} failed after {attempt + 1} '
-                                       f'attempts ({type(ex).__name__}: {ex}); check that the server is up and '
-                                       f'serves {self.model!r}, or raise timeout=/max_retries=') from ex
-                time.sleep(self.retry_backoff * (2 ** attempt))
+                    message = (f'request to {self._urls[index]} failed after {attempt + 1} attempts '
+                               f'({type(ex).__name__}: {str(ex)[:300]}); check that the server is up and serves '
+                               f'{self.model!r}, or raise timeout=/max_retries=')
+                else:
+                    delay = self._retry_delay(ex, attempt)
+            except openai.APIError as ex:
+                message = f'request to {self._urls[index]} was refused ({type(ex).__name__}: {str(ex)[:300]})'
+            if message is not None:  # raised outside the handler: the original (which may quote the key) is dropped
+                raise RuntimeError(redact(message, self._key))
+            time.sleep(delay)
         raise AssertionError('unreachable')  # pragma: no cover
+
+    def _retry_delay(self, ex: BaseException, attempt: int) -> float:
+        """Exponential backoff, or the server's ``Retry-After`` (seconds or an HTTP date; capped at 60 s)."""
+        delay = self.retry_backoff * (2 ** attempt)
+        response = getattr(ex, 'response', None)
+        value = response.headers.get('retry-after') if response is not None else None
+        if value:
+            try:
+                wait = float(value)
+            except ValueError:
+                try:
+                    wait = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+                except (TypeError, ValueError, IndexError):
+                    wait = None
+            if wait is not None and math.isfinite(wait):
+                delay = max(delay, min(max(wait, 0.0), 60.0))
+        return delay
+
+    def _with_deadline(self, index: int, fn):
+        """``fn(client)`` in a daemon thread, abandoned after ``timeout`` seconds (the client's own timeout only
+        bounds each read). An abandoned request's client is replaced so that its connection is dropped."""
+        client = self._clients[index]
+        box: Dict[str, Any] = {}
+
+        def attempt():
+            try:
+                box['value'] = fn(client)
+            except json.JSONDecodeError as ex:
+                box['error'] = InvalidResponseError(f'the server answered with a body that is not JSON ({ex.msg} at '
+                                                    f'{ex.pos}: {ex.doc[:60]!r})')
+            except BaseException as ex:  # noqa: BLE001 - handed to the caller's thread
+                box['error'] = ex
+        worker = threading.Thread(target=attempt, daemon=True, name='garen-openai-request')
+        worker.start()
+        worker.join(self.timeout)
+        if worker.is_alive():
+            with self._lock:
+                if self._clients[index] is client:
+                    self._clients[index] = self._client(self._urls[index])
+            threading.Thread(target=client.close, daemon=True).start()
+            raise DeadlineExceeded(f'no complete answer within timeout={self.timeout} s')
+        if 'error' in box:
+            raise box['error']
+        return _check_completion(box['value'])
 
     def _map(self, fn, items):
         items = list(items)
