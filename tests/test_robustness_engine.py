@@ -1,0 +1,77 @@
+"""Engine faults against a scripted OpenAI-compatible server on 127.0.0.1: an overall deadline, invalid 200 bodies
+retried with a clear final error, Retry-After honoured (issue 9, "Faults never hang and never crash a run")."""
+import time
+
+import pytest
+
+from pyterrier_garen._llm import OpenAIEngine
+
+from _fake_openai import ScriptedServer, completion
+
+pytest.importorskip('openai', reason='the openai client (vllm extra) is not installed')
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch):
+    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+
+
+CONV = [{'role': 'user', 'content': 'hello'}]
+
+
+def _engine(server, **kwargs):
+    return OpenAIEngine(server.url, 'm', **{'retry_backoff': 0.01, 'max_concurrency': 1, **kwargs})
+
+
+def test_a_trickling_server_cannot_extend_the_deadline():
+    with ScriptedServer([('trickle', 40, 0.25)]) as server:
+        engine = _engine(server, timeout=1.0, max_retries=1)
+        started = time.monotonic()
+        with pytest.raises(RuntimeError, match=r'failed after 2 attempts \(DeadlineExceeded: no complete answer '
+                                               r'within timeout=1.0 s\)'):
+            engine.generate([CONV], max_tokens=4)
+        assert time.monotonic() - started < 4.0  # two attempts of 1 s, not 40 x 0.25 s each
+        assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize('body', [b'<html><body>502 Bad Gateway</body></html>', b'{"object": "error"}',
+                                  b'{"choices": []}', b'not json at all'])
+def test_an_invalid_200_body_is_retried_then_named(body):
+    with ScriptedServer([('raw', 200, body, {'Content-Type': 'application/json'})]) as server:
+        engine = _engine(server, max_retries=2)
+        with pytest.raises(RuntimeError, match=r'failed after 3 attempts \((InvalidResponseError|APIResponse'
+                                               r'ValidationError)') as info:
+            engine.generate([CONV], max_tokens=4)
+        assert len(server.requests) == 3
+        assert 'TypeError' not in str(info.value)
+
+
+def test_an_invalid_200_body_then_a_good_one_recovers():
+    script = [('raw', 200, b'<html>oops</html>', {'Content-Type': 'text/html'}), ('ok', completion('fine'))]
+    with ScriptedServer(script) as server:
+        out = _engine(server, max_retries=2).generate([CONV], max_tokens=4)
+        assert out[0].text == 'fine'
+        assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize('status', [429, 503])
+def test_retry_after_is_honoured(status):
+    error = b'{"error": {"message": "slow down", "type": "rate_limit"}}'
+    script = [('raw', status, error, {'Content-Type': 'application/json', 'Retry-After': '1'}),
+              ('ok', completion('after'))]
+    with ScriptedServer(script) as server:
+        out = _engine(server, max_retries=1).generate([CONV], max_tokens=4)
+        assert out[0].text == 'after'
+        (first, *_), (second, *_) = server.requests
+        assert second - first >= 0.95  # backoff alone would be 0.01 s
+
+
+def test_a_refused_request_is_not_retried_and_names_the_server():
+    body = b'{"error": {"message": "model m does not exist", "type": "not_found"}}'
+    with ScriptedServer([('raw', 404, body, {'Content-Type': 'application/json'})]) as server:
+        with pytest.raises(RuntimeError, match=rf'request to {server.url} was refused \(NotFoundError'):
+            _engine(server, max_retries=3).generate([CONV], max_tokens=4)
+        assert len(server.requests) == 1
