@@ -148,7 +148,7 @@ def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
     if len(bad):
         sample = [docnos[i] for i in bad[:5]]
         raise ValueError(f'{len(bad)} of {count} docnos do not round-trip through the npids lookup (e.g. {sample}); '
-                         'rebuild with pyterrier_garen.write_docnos, which stores docnos in string-sorted order')
+                         'rebuild the artifact (pyterrier_garen._graphs.repair_docnos rewrites a lookup in place)')
 
 
 def lookup_ids(lookup, docnos: Sequence[str]) -> np.ndarray:

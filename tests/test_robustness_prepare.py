@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from npids import Lookup
 
-from pyterrier_garen import LocalDataset, check_docnos, prepare, write_docnos
+from pyterrier_garen import LocalDataset, prepare
+from pyterrier_garen._graphs import check_docnos, write_docnos
 from pyterrier_garen._graphs import repair_docnos
 from pyterrier_garen._prepare import cache_dir
 

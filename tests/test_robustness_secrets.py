@@ -10,7 +10,7 @@ import pyterrier as pt
 import pytest
 from ir_measures import nDCG
 
-from pyterrier_garen import GAREN, prepare
+from pyterrier_garen import GAREN, LLMSummarizer, YesNoScorer, prepare
 from pyterrier_garen._llm import OpenAIEngine, Secret
 
 from _fake_openai import ScriptedServer, completion
@@ -55,7 +55,7 @@ def test_planted_key_appears_nowhere(tmp_path, monkeypatch, caplog, from_env):
         warnings.simplefilter('always')
         engine = OpenAIEngine(server.url, 'm', **({} if from_env else {'api_key': KEY}), retry_backoff=0.01,
                               max_retries=0, context_length=4096)
-        reranker, navigator, summarizer = engine.navigator(), engine.navigator(), engine.summarizer()
+        reranker, navigator, summarizer = YesNoScorer(engine), YesNoScorer(engine), LLMSummarizer(engine)
         garen = GAREN(reranker, prepared.groups, navigator, budget=10)
         seen += [repr(engine), repr(reranker), repr(summarizer), repr(garen), str(vars(engine))]
         groups = prepared.groups
