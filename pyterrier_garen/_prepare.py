@@ -140,7 +140,7 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
         raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
 
     _fresh(workdir / 'bm25.pisa', owned)
-    pisa = bm25_index(dataset, workdir / 'bm25.pisa', verbose=verbose)
+    pisa = bm25_index(dataset, workdir / 'bm25.pisa')  # PISA's native log stays quiet
     flex = None
     if vectors or graph == 'dense':
         _fresh(workdir / 'minilm.flex', owned)
