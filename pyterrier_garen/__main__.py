@@ -181,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="GAREN's navigator: query vs. group centroid, vs. the summary's vector, or connectivity "
                         'votes')
     p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
-                   help='systems to run (default: all of them)')
+                   help=f'systems to run, from: {" ".join(SYSTEMS)} (default: all of them)')
     labels = p.add_mutually_exclusive_group()
     labels.add_argument('--binary', action='store_const', const=True, dest='binary',
                         help='score binary relevance (label>0 -> 1) (default: as the collection declares, else '
