@@ -115,7 +115,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
             indexer = pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer()
             if ray:
                 from ._ray import encode_into
-                encode_into(indexer, docs, encoder=encoder, ray=ray)
+                encode_into(indexer, docs, encoder=encoder or minilm_encoder, ray=ray)
             else:
                 ((encoder or minilm_encoder()) >> indexer).index(docs)
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)

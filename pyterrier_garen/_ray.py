@@ -415,20 +415,17 @@ def _encoded(docs, factory, options: RayOptions, batch_size: int, verbose: bool)
             raise RuntimeError(f'Ray returned {expected} vectors for {len(items)} documents')
 
 
-def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Optional[Callable[[], Any]] = None,
+def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Callable[[], Any],
                 ray: Union[bool, str, RayOptions] = True, batch_size: int = 256, verbose: bool = False):
     """Encode ``docs`` in a Ray actor pool and write the vectors, in document order, with ``indexer``.
 
     Args:
         indexer: e.g. ``FlexIndex(path).indexer()`` (anything whose ``index()`` takes ``{'docno', 'doc_vec'}``).
         docs: ``{'docno', 'text'}`` dicts.
-        encoder: a zero-argument encoder factory (default :func:`~pyterrier_garen.minilm_encoder`).
+        encoder: a zero-argument encoder factory, e.g. :func:`~pyterrier_garen.minilm_encoder`.
         ray: True, a cluster address or :class:`RayOptions`.
         batch_size: documents per actor call.
         verbose: Ray's logs and progress bars.
     """
-    if encoder is None:
-        from ._graphs import minilm_encoder
-        encoder = minilm_encoder
     return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
                                      verbose=verbose))
