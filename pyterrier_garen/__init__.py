@@ -51,6 +51,8 @@ _EXPORTS = {
     'Engine': '._llm',
     'VLLMEngine': '._llm',
     'OpenAIEngine': '._llm',
+    'TransformersEngine': '._llm',
+    'build_tiny_model': '._tiny_model',
     'LLMSummarizer': '._llm_summarizer',
     # offline jobs on Ray (_ray.py; ray itself is imported only when a job runs)
     'RayOptions': '._ray',

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._llm import Conversation, Engine, UsageStats
+from ._llm import Conversation, Engine, UsageStats, generate_each
 from ._prompts import PromptTemplate, clean_text
 from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
 
@@ -94,14 +94,17 @@ class LLMSummarizer(Summarizer, UsageStats):
     ``summary`` are used for navigation, the other fields are stored for analysis.
 
     All groups of a :meth:`summarize` call go to the engine in one call (or calls of ``batch_size`` groups). A reply
-    that is not usable JSON gets ``retries`` repair rounds (batched: the failed conversations continue with a
-    message naming the problem); if it is still unusable, the record comes from :class:`ExtractiveSummarizer` with
-    ``fallback: True`` and the ``error``, and :attr:`fallbacks` is incremented. Greedy decoding makes the result a
-    function of the engine and the groups.
+    that is not usable JSON gets ``retries`` repair rounds (batched: the group's prompt, the failed reply and a
+    message naming the problem; the documents are cut further so that this longer conversation still fits the
+    context with ``max_tokens`` to answer). If it is still unusable, or its engine request failed (after the
+    engine's own retries), the record comes from :class:`ExtractiveSummarizer` with ``fallback: True`` and the
+    ``error``, and :attr:`fallbacks` (and :attr:`failed`) is incremented: one bad group never stops the others.
+    Greedy decoding makes the result a function of the engine and the groups.
 
     Attributes:
         fallbacks: number of groups summarised by the extractive fallback so far (reset by :meth:`reset_stats`).
         repaired: number of groups whose repair round succeeded.
+        failed: number of groups whose engine request failed (they are among the fallbacks).
     """
 
     def __init__(self, engine: Engine, *, max_doc_tokens: int = 512, max_tokens: int = 2048,
@@ -147,36 +150,57 @@ class LLMSummarizer(Summarizer, UsageStats):
         UsageStats.reset_stats(self)
         self.fallbacks = 0
         self.repaired = 0
+        self.failed = 0
 
     def stats(self) -> Dict[str, int]:
-        return {**UsageStats.stats(self), 'fallbacks': self.fallbacks, 'repaired': self.repaired}
+        return {**UsageStats.stats(self), 'fallbacks': self.fallbacks, 'repaired': self.repaired,
+                'failed': self.failed}
 
-    def conversation(self, docs: Sequence[Dict[str, Any]]) -> Conversation:
-        """The prompt for one group's documents (truncated to fit the context)."""
+    def conversation(self, docs: Sequence[Dict[str, Any]], *, reserve: int = 0) -> Conversation:
+        """The prompt for one group's documents, truncated to fit the context with ``max_tokens`` to answer and
+        ``reserve`` more tokens (for the messages of a repair round).
+
+        Each document's ``title: text`` is cut to an equal share of the room (at most ``max_doc_tokens``); a group
+        too large for 48 tokens per document shows its first documents only. The whole prompt is then counted with
+        the engine's tokenizer and the share lowered until it fits (identifiers, titles and separators included).
+        """
+        limit = self.engine.context_length - self.max_tokens - int(reserve)
         overhead = self.engine.count_conversation_tokens(self.template.messages(n=len(docs), docs=''))
-        room = self.engine.context_length - overhead - self.max_tokens
+        room = max(40, limit - overhead)
         shown = list(docs)
-        fit = room // max(1, len(shown)) - 8
-        if fit < 32:
-            shown = shown[:max(1, room // 40)]
-            fit = room // len(shown) - 8
-        per_doc = min(self.max_doc_tokens, max(16, fit))
-        lines = []
-        for k, doc in enumerate(shown, start=1):
-            title = clean_text(doc.get('title'))
-            body = self.engine.truncate(clean_text(doc.get('text')), per_doc)
-            lines.append(f'[{k}] ({clean_text(doc.get("docno"))}) ' + (f'{title}: ' if title else '') + body)
-        return self.template.messages(n=len(shown), docs='\n\n'.join(lines))
+        if room // max(1, len(shown)) < 48:
+            shown = shown[:max(1, room // 48)]
+        per_doc = max(8, min(self.max_doc_tokens, room // max(1, len(shown))))
+        while True:
+            lines = []
+            for k, doc in enumerate(shown, start=1):
+                title, text = clean_text(doc.get('title')), clean_text(doc.get('text'))
+                body = self.engine.truncate(f'{title}: {text}' if title else text, per_doc)
+                lines.append(f'[{k}] ({clean_text(doc.get("docno"))}) {body}')
+            conversation = self.template.messages(n=len(shown), docs='\n\n'.join(lines))
+            excess = self.engine.count_conversation_tokens(conversation) - limit
+            if excess <= 0 or per_doc <= 8:
+                return conversation
+            per_doc = max(8, per_doc - -(-excess // len(shown)) - 1)
 
-    def _generate(self, conversations: List[Conversation]) -> List[str]:
+    def _generate(self, conversations: List[Conversation]) -> Tuple[List[Optional[str]], List[Optional[str]]]:
+        """Replies (None where the request failed) and the failures' error texts."""
         size = self.batch_size or max(1, len(conversations))
-        texts = []
+        texts, errors = [], []
         for start in range(0, len(conversations), size):
             batch = conversations[start:start + size]
-            generations = self.engine.generate(batch, max_tokens=self.max_tokens)
-            self._record(generations, len(batch))
-            texts.extend(g.text for g in generations)
-        return texts
+            generations, failures = generate_each(self.engine, batch, max_tokens=self.max_tokens)
+            self._record_each(generations)
+            texts.extend(None if g is None else g.text for g in generations)
+            errors.extend(failures)
+        return texts, errors
+
+    def repair_conversation(self, docs: Sequence[Dict[str, Any]], reply: str, error: str) -> Conversation:
+        """The group's prompt (cut to make room), the unusable reply and the repair message."""
+        repair = self.repair_template.messages(error=error)
+        answer = {'role': 'assistant', 'content': reply}
+        reserve = self.engine.count_conversation_tokens([answer] + repair)
+        return self.conversation(docs, reserve=reserve) + [answer] + repair
 
     def summarize(self, groups: Sequence[GroupDocs]) -> List[Dict[str, Any]]:
         """One record per group (same order): ``concept``, ``summary``, ``common_theme``, ``fingerprints``,
@@ -184,22 +208,29 @@ class LLMSummarizer(Summarizer, UsageStats):
         if not groups:
             return []
         conversations = [self.conversation(group['docs']) for group in groups]
-        replies = self._generate(conversations)
+        replies, failures = self._generate(conversations)
         records: List[Optional[Dict[str, Any]]] = [None] * len(groups)
         errors: List[Optional[str]] = [None] * len(groups)
-        for i, reply in enumerate(replies):
-            records[i], errors[i] = parse_summary(reply)
+        dead = set()  # groups whose request failed: no reply to repair
+        for i, (reply, failure) in enumerate(zip(replies, failures, strict=True)):
+            if reply is None:
+                dead.add(i)
+                errors[i] = f'engine request failed: {failure}'
+            else:
+                records[i], errors[i] = parse_summary(reply)
         for _ in range(self.retries):
-            todo = [i for i, r in enumerate(records) if r is None]
+            todo = [i for i, r in enumerate(records) if r is None and i not in dead]
             if not todo:
                 break
-            repairs = []
-            for i in todo:
-                repairs.append(conversations[i] + [{'role': 'assistant', 'content': replies[i]}]
-                               + self.repair_template.messages(error=errors[i]))
-            for j, (i, reply) in enumerate(zip(todo, self._generate(repairs), strict=True)):
+            repairs = [self.repair_conversation(groups[i]['docs'], replies[i], errors[i]) for i in todo]
+            answers, failures = self._generate(repairs)
+            for i, reply, failure in zip(todo, answers, failures, strict=True):
+                if reply is None:
+                    dead.add(i)
+                    errors[i] = f'engine request failed in the repair round: {failure}'
+                    continue
                 record, error = parse_summary(reply)
-                conversations[i], replies[i] = repairs[j], reply
+                replies[i] = reply
                 if record is not None:
                     records[i], errors[i] = record, None
                     self.repaired += 1
@@ -211,4 +242,5 @@ class LLMSummarizer(Summarizer, UsageStats):
                 self.fallbacks += 1
                 record = {**self.fallback.summarize_one(group['docs']), 'fallback': True, 'error': error}
             result.append(record)
+        self.failed += len(dead)
         return result

@@ -7,6 +7,7 @@ embedding navigators over MiniLM; :class:`YesNoScorer` is the paper's LLM naviga
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
@@ -14,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._llm import Conversation, Engine, UsageStats
+from ._llm import Conversation, Engine, UsageStats, yes_no_each
 from ._params import Rebuildable
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
 from ._vectors import VectorComponent, unit
@@ -129,7 +130,11 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
     logits. All rows of a frame go to the engine in one call (or calls of ``batch_size`` rows).
 
     As GAREN's navigator the rows are ``qid, query, docno=<group id>, text=<group summary>``; it also serves as a
-    pointwise reranker over documents.
+    pointwise reranker over documents. A request that fails (after the engine's own retries) costs only its row:
+    it scores 0 (the row is not preferred), :attr:`failed` is incremented and a warning names the query and error.
+
+    Attributes:
+        failed: rows scored 0 because their engine request failed (reset by :meth:`reset_stats`).
     """
 
     def __init__(self, engine: Engine, *,
@@ -158,6 +163,13 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
     def prompt_hash(self) -> str:
         """SHA-256 prefix of the prompt file in use."""
         return self.template.hash
+
+    def reset_stats(self) -> None:
+        UsageStats.reset_stats(self)
+        self.failed = 0
+
+    def stats(self) -> Dict[str, int]:
+        return {**UsageStats.stats(self), 'failed': self.failed}
 
     def instruction_for(self, qid: Any, query: str) -> str:
         """The instruction used for a query."""
@@ -201,9 +213,17 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             conversations.append(self.conversation(instruction, query, self.engine.truncate(clean_text(text), budget)))
         size = self.batch_size or len(conversations)
         scores: List[float] = []
+        failed = []
         for start in range(0, len(conversations), size):
             batch = conversations[start:start + size]
-            generations = self.engine.yes_no(batch)
-            self._record(generations, len(batch))
-            scores.extend(float(g.probability) for g in generations)
+            generations, errors = yes_no_each(self.engine, batch)
+            self._record_each(generations)
+            for k, (generation, error) in enumerate(zip(generations, errors, strict=True)):
+                if generation is None:
+                    failed.append(f'qid {frame["qid"].iloc[start + k]!r}: {error}')
+                scores.append(0.0 if generation is None else float(generation.probability))
+        if failed:
+            self.failed += len(failed)
+            warnings.warn(f'{self!r}: {len(failed)} rows scored 0 because the engine request failed '
+                          f'({"; ".join(failed[:3])}{"; ..." if len(failed) > 3 else ""})', stacklevel=2)
         return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float)))

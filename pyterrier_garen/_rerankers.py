@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._driver import window_starts
-from ._llm import Conversation, Engine, UsageStats
+from ._llm import Conversation, Engine, UsageStats, generate_each
 from ._params import Rebuildable
 from ._prompts import PromptTemplate, clean_text
 from ._vectors import VectorComponent
@@ -159,10 +159,13 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
     Each document is cut to a token budget so that the prompt and the answer fit the engine's context:
     ``overhead + n * (doc + 4) + max_tokens <= context_length`` (``max_doc_tokens`` caps the budget further).
     Malformed answers never stop a run: the parsed part is used, missing documents keep their relative order after
-    it, :attr:`malformed` is incremented and a warning names the query.
+    it, :attr:`malformed` is incremented and a warning names the query. A request that fails (after the engine's own
+    retries) costs only its window: the window keeps its order, :attr:`failed` is incremented and a warning names the
+    query and the error.
 
     Attributes:
         malformed: number of malformed answers so far (reset by :meth:`reset_stats`).
+        failed: number of windows left in their order because the engine request failed.
         calls / prompts / prompt_tokens / completion_tokens: usage counters (see :meth:`stats`).
     """
 
@@ -205,9 +208,10 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
     def reset_stats(self) -> None:
         UsageStats.reset_stats(self)
         self.malformed = 0
+        self.failed = 0
 
     def stats(self) -> Dict[str, int]:
-        return {**UsageStats.stats(self), 'malformed': self.malformed}
+        return {**UsageStats.stats(self), 'malformed': self.malformed, 'failed': self.failed}
 
     def generation_tokens(self) -> int:
         """Most tokens generated per answer."""
@@ -273,11 +277,15 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
                     window_texts.append(cut[r, budget])
                 conversations.append(self.conversation(query, window_texts))
                 windows.append((q, s, rows))
-            generations = self.engine.generate(conversations, max_tokens=self.generation_tokens(),
-                                               stop=['</answer>'] if self.prompt == 'rankllm' else None)
-            self._record(generations, len(conversations))
-            bad = []
-            for (q, s, rows), generation in zip(windows, generations, strict=True):
+            generations, errors = generate_each(self.engine, conversations, max_tokens=self.generation_tokens(),
+                                                stop=['</answer>'] if self.prompt == 'rankllm' else None)
+            self._record_each(generations)
+            bad, failed = [], []
+            for (q, s, rows), generation, error in zip(windows, generations, errors, strict=True):
+                if generation is None:
+                    self.failed += 1
+                    failed.append(f'qid {lists[q][0]!r}: {error}')
+                    continue
                 permutation, problem = check_ranking(generation.text, len(rows))
                 if problem is not None:
                     self.malformed += 1
@@ -286,6 +294,9 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             if bad:
                 warnings.warn(f'{self!r}: {len(bad)} malformed answers, used what could be parsed '
                               f'({"; ".join(bad[:5])}{"; ..." if len(bad) > 5 else ""})', stacklevel=2)
+            if failed:
+                warnings.warn(f'{self!r}: {len(failed)} windows kept their order because the engine request failed '
+                              f'({"; ".join(failed[:3])}{"; ..." if len(failed) > 3 else ""})', stacklevel=2)
         index = np.concatenate([np.asarray(order, dtype=int) for order in orders])
         scores = np.concatenate([np.arange(len(order), 0, -1, dtype=float) for order in orders])
         out = frame.iloc[index].reset_index(drop=True).assign(score=scores)

@@ -157,9 +157,13 @@ def test_documents_are_truncated_to_the_budget():
 def test_tiny_context_warns_before_the_engine_fails():
     inp = frame(num_queries=1, num_docs=20)
     inp['text'] = inp['text'] + ' ' + ' '.join(['filler'] * 100)
+    reranker = ListwiseReranker(StubEngine(context_length=400), max_tokens=100)
     with pytest.warns(UserWarning, match="qid 'q0'.* tokens per document"):
-        with pytest.raises(AssertionError, match='exceed the context'):  # a real engine rejects the prompt
-            ListwiseReranker(StubEngine(context_length=400), max_tokens=100)(inp)
+        with pytest.warns(UserWarning, match=r"kept their order because the engine request failed \(qid 'q0': "
+                                             r"AssertionError: prompt \+ answer exceed the context"):
+            out = reranker(inp)  # the stub rejects the prompt, as a real engine would: it costs that window only
+    assert (reranker.failed, reranker.prompts) == (1, 0)
+    assert out.sort_values('rank')['docno'].tolist() == inp['docno'].tolist()
 
 
 def test_malformed_answers_are_counted_and_warned_with_the_qid():
@@ -215,14 +219,14 @@ def test_accounting_counters_per_component():
     navigator(inp)
     expected_prompt = sum(engine.count_conversation_tokens(c) for c in engine.log[0][1])
     assert reranker.stats() == {'calls': 1, 'prompts': 2, 'prompt_tokens': expected_prompt,
-                                'completion_tokens': reranker.completion_tokens, 'malformed': 0}
+                                'completion_tokens': reranker.completion_tokens, 'malformed': 0, 'failed': 0}
     assert reranker.completion_tokens == 2 * 20  # '<answer>', 10 ids and 9 '>' (stub tokens are words)
     assert navigator.calls == 2
     assert navigator.prompts == 40
     assert navigator.completion_tokens == 40
     assert navigator.prompt_tokens == 2 * sum(engine.count_conversation_tokens(c) for c in engine.log[1][1])
     navigator.reset_stats()
-    assert navigator.stats() == {'calls': 0, 'prompts': 0, 'prompt_tokens': 0, 'completion_tokens': 0}
+    assert navigator.stats() == {'calls': 0, 'prompts': 0, 'prompt_tokens': 0, 'completion_tokens': 0, 'failed': 0}
     assert reranker.calls == 1
 
 
@@ -363,6 +367,66 @@ def test_summarizer_falls_back_to_extractive():
     assert all(r['fallback'] for r in none.summarize(groups()))
     assert none.calls == 1
     assert none.fallbacks == 3
+
+
+def test_summarizer_repair_round_fits_a_full_context():
+    """Defect 3: the first prompt is sized to context - max_tokens; the repair round re-sent it plus the failed reply
+    plus the repair message, which a real engine rejects (the stub asserts prompt + answer <= context)."""
+    def responder(conversation):
+        if conversation[-1]['content'].startswith('Your reply could not be used'):
+            return None  # the rule answer: valid JSON
+        return 'not json ' * 40
+    engine = StubEngine(context_length=1200, responder=responder)
+    big = [{'group': 0, 'docs': [{'docno': f'd{i}', 'text': ' '.join(f'w{i}x{j}' for j in range(300))}
+                                 for i in range(6)]}]
+    summarizer = LLMSummarizer(engine, max_doc_tokens=512, max_tokens=100)
+    records = summarizer.summarize(big)
+    first, repair = engine.log[0][1][0], engine.log[1][1][0]
+    assert engine.count_conversation_tokens(first) + 100 > 1200 - 60  # the first prompt fills the context
+    assert engine.count_conversation_tokens(repair) + 100 <= 1200
+    assert repair[2] == {'role': 'assistant', 'content': 'not json ' * 40}
+    assert (summarizer.repaired, summarizer.fallbacks, summarizer.failed) == (1, 0, 0)
+    assert not records[0].get('fallback')
+
+
+def test_summarizer_a_failed_request_costs_only_its_group():
+    def responder(conversation):
+        if 'shared1' in conversation[1]['content']:
+            raise RuntimeError('request to http://x/v1 failed after 4 attempts')
+        return None
+    engine = StubEngine(responder=responder)
+    summarizer = LLMSummarizer(engine)
+    records = summarizer.summarize(groups())
+    assert [r.get('fallback', False) for r in records] == [False, True, False]
+    assert records[1]['error'].startswith('engine request failed: RuntimeError: request to http://x/v1 failed')
+    assert (summarizer.failed, summarizer.fallbacks, summarizer.repaired) == (1, 1, 0)
+    assert summarizer.prompts == 2  # the failed request has no answer and no tokens
+    assert [len(c) for _, c, _ in engine.log] == [3, 1, 1, 1]  # the batch failed, then each group alone
+
+
+def test_a_failed_request_costs_the_reranker_one_window_and_the_navigator_one_row():
+    def responder(conversation):
+        if 'beta' in conversation[1]['content'].split('\n')[0]:
+            raise RuntimeError('server gone')
+        return None
+    inp = frame(num_queries=3, num_docs=8)  # q1's query contains 'beta'
+    reranker = ListwiseReranker(StubEngine(responder=responder))
+    with pytest.warns(UserWarning, match=r"1 windows kept their order .*qid 'q1': RuntimeError: server gone"):
+        out = reranker(inp)
+    assert (reranker.failed, reranker.prompts, reranker.malformed) == (1, 2, 0)
+    assert out[out.qid == 'q1'].sort_values('rank')['docno'].tolist() == inp[inp.qid == 'q1']['docno'].tolist()
+    assert out[out.qid == 'q0'].sort_values('rank')['docno'].tolist() == expected_order(inp[inp.qid == 'q0'])
+
+    class Failing(StubEngine):
+        def yes_no(self, conversations, **kwargs):
+            if any('<Query>: beta' in c[1]['content'] or 'beta' in query_of(c) for c in conversations):
+                raise RuntimeError('server gone')
+            return super().yes_no(conversations, **kwargs)
+    navigator = YesNoScorer(Failing())
+    with pytest.warns(UserWarning, match=r"8 rows scored 0 because the engine request failed"):
+        scores = navigator(inp)
+    assert (scores[scores.qid == 'q1']['score'] == 0).all()
+    assert (navigator.failed, navigator.prompts) == (8, 16)
 
 
 def test_summarizer_large_group_fits_the_context():
