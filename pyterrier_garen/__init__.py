@@ -32,6 +32,7 @@ _EXPORTS = {
     'build_systems': '._compare',
     'SYSTEMS': '._compare',
     'evaluation_qrels': '._compare',
+    'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',
     'Strategy': '._garen',
