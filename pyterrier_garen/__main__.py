@@ -97,6 +97,8 @@ def _cmd_prepare(args) -> None:
 def _cmd_show(args) -> None:
     from ._group_graph import GroupCorpusGraph
     groups = GroupCorpusGraph(args.groups)
+    if args.validate:  # the full check (opening checks only sizes); an ArtifactError lists every problem
+        print(json.dumps({'validate': groups.validate()}))
     print(json.dumps(groups.group_stats()))
     unknown = [g for g in args.group or [] if not 0 <= g < groups.num_groups]
     if unknown:
@@ -249,6 +251,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--group', type=int, action='append', help='a group id to show (repeatable; default: the first '
                                                               '--limit groups)')
     p.add_argument('--limit', type=int, default=5, help='how many groups to show without --group')
+    p.add_argument('--validate', action='store_true', help='check the whole artifact first (partition, docnos, '
+                                                           'fingerprint, summaries)')
     p.set_defaults(func=_cmd_show)
 
     p = add('tiny-model', 'build a tiny random (or scripted) Qwen3 model to try the LLM path offline')

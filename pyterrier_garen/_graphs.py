@@ -249,6 +249,17 @@ def load_corpus_graph(path: Union[str, Path]):
     ``pyterrier_adaptive.CorpusGraph.load`` fails because it instantiates the abstract class
     (pyterrier_adaptive#7), so the concrete class is found through ``pt.Artifact.load``.
     """
+    from ._atomic import read_meta
+    path = Path(path)
+    if not path.is_dir():
+        raise FileNotFoundError(f'corpus graph folder {str(path)!r} does not exist')
+    meta = read_meta(path)
+    if meta is None:
+        what = 'pt_meta.json is not valid JSON' if (path / 'pt_meta.json').is_file() else 'no pt_meta.json'
+        raise FileNotFoundError(f'{str(path)!r} is not a built artifact ({what}); build a graph with the build-graph '
+                                'command (or bm25_corpus_graph / dense_corpus_graph)')
+    if meta.get('type') != 'corpus_graph':
+        raise ValueError(f'{str(path)!r} holds a {meta.get("type")}.{meta.get("format")} artifact, not a corpus graph')
     return pt.Artifact.load(str(path))
 
 

@@ -1,22 +1,20 @@
 """Building a :class:`~pyterrier_garen.GroupCorpusGraph`: graph arrays -> Leiden partition -> artifact folder.
 
-The folder is written with ``pt.io.finalized_directory`` (a temporary sibling renamed into place), ``pt_meta.json``
-last, so a half-built artifact is never mistaken for a built one.
+The folder is written with :func:`pyterrier_garen._atomic.building` (a temporary sibling swapped into place,
+``pt_meta.json`` last), so a half-built artifact is never mistaken for a built one, and only a previous
+GroupCorpusGraph is ever replaced (with ``overwrite=True``).
 """
 from __future__ import annotations
 
 import hashlib
-import json
-import os
-import shutil
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
-import pyterrier as pt
 
+from ._atomic import building, read_meta
 from ._graphs import write_docnos
 from ._io import write_json
 
@@ -79,9 +77,9 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     weights = weights[order]
     params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
               'seed': seed, 'backend': backend if labels is None else 'given'}
-    if (path / 'pt_meta.json').exists() and not overwrite:
-        with (path / 'pt_meta.json').open('rt') as fin:
-            existing = json.load(fin)
+    existing = read_meta(path) if not path.is_symlink() else None
+    if existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE, ARTIFACT_FORMAT) \
+            and not overwrite:
         stored = {k: existing.get('partition', {}).get(k) for k in params}
         same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
         if stored == params and same_graph:
@@ -119,32 +117,19 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
                       'seconds': round(time.time() - started, 3)},
         'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # build beside the target and move into place (pt_meta.json last): a half-built folder is never taken for a
-    # built one, and an existing artifact is replaced only once the new one is complete
-    staging = path.with_name(f'{path.name}.building') if path.exists() else path
-    with pt.io.finalized_directory(str(staging)) as tmp:
-        tmp = Path(tmp)
+    # build beside the target and swap it in (pt_meta.json last): a half-built folder is never taken for a built one,
+    # an existing artifact is replaced only when it is a GroupCorpusGraph and overwrite=True, and only once the new
+    # one is complete; stale temporaries of killed builds are removed (see _atomic.building)
+    with building(path, (ARTIFACT_TYPE, ARTIFACT_FORMAT), overwrite=overwrite) as tmp:
         edges.astype(np.uint32).tofile(tmp / 'edges.u32.np')
         weights.astype(np.float16).tofile(tmp / 'weights.f16.np')
         write_docnos(sorted_docnos, tmp / 'docnos.npids')
+        meta['docnos_bytes'] = (tmp / 'docnos.npids').stat().st_size  # lets opening spot a truncated lookup
         group_labels.astype(np.uint32).tofile(tmp / 'group_of.u32.np')
         offsets.astype(np.uint64).tofile(tmp / 'group_offsets.u64.np')
         member_order.astype(np.uint32).tofile(tmp / 'group_members.u32.np')
         write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
-    if staging != path:
-        _swap(staging, path)
     return path
-
-
-def _swap(new: Path, path: Path) -> None:
-    """Replace the folder ``path`` by the complete folder ``new``; the old one is removed only after the move."""
-    old = path.with_name(f'.{path.name}.replaced')
-    if old.exists():
-        shutil.rmtree(old)
-    os.replace(path, old)
-    os.replace(new, path)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:

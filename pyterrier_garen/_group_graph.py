@@ -12,7 +12,8 @@ import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
 from ._graphs import lookup_ids
-from ._group_builder import ARTIFACT_FORMAT, ARTIFACT_TYPE, PACKAGE_HINT, build_group_graph, graph_arrays
+from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
+                             graph_arrays)
 from ._io import write_json
 from ._summaries import SUMMARIES, Summarizer, SummaryStore
 
@@ -55,8 +56,15 @@ class GroupCorpusGraph(CorpusGraph):
         if not meta_path.is_file():
             raise FileNotFoundError(f'{str(self.path)!r} is not a built GroupCorpusGraph (no pt_meta.json); build '
                                     'it with GroupCorpusGraph.from_corpus_graph(graph, path)')
-        with meta_path.open('rt') as fin:
-            self.meta: Dict[str, Any] = json.load(fin)
+        if meta_path.is_symlink():
+            raise ArtifactError(f'{meta_path} is a symbolic link; an artifact\'s files must lie inside its folder')
+        try:
+            self.meta: Dict[str, Any] = json.loads(meta_path.read_text(encoding='utf8'))
+        except (ValueError, UnicodeDecodeError) as ex:
+            raise ArtifactError(f'{meta_path} is not valid JSON ({ex}); the artifact is damaged, rebuild or '
+                                're-download it') from None
+        if not isinstance(self.meta, dict):
+            raise ArtifactError(f'{meta_path} is not a JSON object; the artifact is damaged, rebuild or re-download it')
         if (self.meta.get('type'), self.meta.get('format')) != (self.ARTIFACT_TYPE, self.ARTIFACT_FORMAT):
             raise ArtifactError(f'{str(self.path)!r} holds a {self.meta.get("type")}.{self.meta.get("format")} '
                                 'artifact, not corpus_graph.garen_groups; load it with pt.Artifact.load(path)')
@@ -66,21 +74,33 @@ class GroupCorpusGraph(CorpusGraph):
             self.num_groups = int(self.meta['num_groups'])
         except (KeyError, TypeError, ValueError) as ex:
             raise ArtifactError(f'{meta_path} lacks a valid doc_count, k or num_groups') from ex
+        version = self.meta.get('format_version')
+        if version != FORMAT_VERSION:
+            raise ArtifactError(f'{meta_path} has format_version {version!r}, but this pyterrier-garen reads version '
+                                f'{FORMAT_VERSION}; rebuild the artifact with this version (or use the version that '
+                                'wrote it)')
+        if min(self.doc_count, self.k, self.num_groups) < 0 or self.num_groups > max(self.doc_count, 0):
+            raise ArtifactError(f'{meta_path}: doc_count={self.doc_count}, k={self.k}, num_groups={self.num_groups} '
+                                'do not describe a partition')
         expected = {
             'edges.u32.np': self.doc_count * self.k * 4,
             'weights.f16.np': self.doc_count * self.k * 2,
             'group_of.u32.np': self.doc_count * 4,
             'group_offsets.u64.np': (self.num_groups + 1) * 8,
             'group_members.u32.np': self.doc_count * 4,
-            'docnos.npids': None,
+            'docnos.npids': self.meta.get('docnos_bytes'),
         }
         for name, size in expected.items():
             file = self.path / name
             if not file.is_file():
                 raise ArtifactError(f'{file} is missing; the artifact is incomplete, rebuild or re-download it')
+            if file.is_symlink():
+                raise ArtifactError(f'{file} is a symbolic link; an artifact\'s files must lie inside its folder '
+                                    '(a shared artifact is untrusted input)')
             if size is not None and file.stat().st_size != size:
                 raise ArtifactError(f'{file} has {file.stat().st_size} bytes, expected {size} for '
                                     f'{self.doc_count} docs, k={self.k}, {self.num_groups} groups (truncated?)')
+        _ = self._docnos  # opens the lookup: a truncated or foreign docnos.npids fails here, not mid-search
 
     def __repr__(self):
         return f'GroupCorpusGraph({str(self.path)!r})'
@@ -127,10 +147,79 @@ class GroupCorpusGraph(CorpusGraph):
     @cached_property
     def _docnos(self):
         from npids import Lookup
-        lookup = Lookup(self.path / 'docnos.npids')
-        if len(lookup) != self.doc_count:
-            raise ArtifactError(f'{self.path}/docnos.npids holds {len(lookup)} docnos, expected {self.doc_count}')
+        try:
+            lookup = Lookup(self.path / 'docnos.npids')
+            count = len(lookup)
+        except Exception as ex:  # noqa: BLE001 - npids raises assorted errors on a damaged file
+            raise ArtifactError(f'{self.path}/docnos.npids cannot be read ({type(ex).__name__}: {ex}); it is truncated '
+                                'or damaged, rebuild or re-download the artifact') from None
+        if count != self.doc_count:
+            raise ArtifactError(f'{self.path}/docnos.npids holds {count} docnos, expected {self.doc_count}')
         return lookup
+
+    def _package_files(self):
+        """Files for ``build_package``: refuses any that resolves outside the artifact (a link planted in a shared
+        artifact must not pull other files into a package)."""
+        import os
+        root = os.path.realpath(self.path)
+        for rel, source in super()._package_files():
+            if isinstance(source, str):
+                real = os.path.realpath(source)
+                if os.path.commonpath([root, real]) != root:
+                    raise ArtifactError(f'{source} resolves to {real}, outside the artifact {self.path}; refusing to '
+                                        'package it (remove the link)')
+            yield rel, source
+
+    def validate(self) -> Dict[str, Any]:
+        """Check the whole artifact (opening checks only sizes): id ranges, that the partition arrays agree with
+        each other, that every docno round-trips, that docnos and edges are those that were built (fingerprint in
+        ``pt_meta.json``) and that the summaries are readable.
+
+        Returns:
+            ``{'docs', 'groups', 'summaries', 'ok': True}`` when everything holds.
+
+        Raises:
+            ArtifactError: listing every problem found.
+        """
+        from ._graphs import check_docnos
+        from ._group_builder import fingerprint
+        problems: List[str] = []
+        for check in ('edges_data', 'group_ids', '_group_offsets', '_group_members'):
+            try:
+                getattr(self, check)
+            except ArtifactError as ex:
+                problems.append(str(ex))
+        if not problems:
+            members, offsets, group_of = self._group_members, self._group_offsets, self.group_ids
+            if len(members) and np.bincount(members, minlength=self.doc_count).max() != 1:
+                problems.append('group_members.u32.np lists some documents twice and others not at all')
+            member_group = np.repeat(np.arange(self.num_groups), np.diff(offsets))
+            wrong = np.nonzero(group_of[members] != member_group)[0] if len(members) else []
+            if len(wrong):
+                doc = int(members[wrong[0]])
+                problems.append(f'{len(wrong)} members are listed in a group that group_of.u32.np disagrees with '
+                                f'(e.g. document {doc} is listed in group {int(member_group[wrong[0]])}, but group_of '
+                                f'says {int(group_of[doc])})')
+            if self.num_groups and (np.diff(offsets) == 0).any():
+                problems.append(f'{int((np.diff(offsets) == 0).sum())} groups have no member')
+        try:
+            check_docnos(self._docnos)
+        except ValueError as ex:
+            problems.append(str(ex))
+        stored = self.meta.get('graph_sha256')
+        if not problems and stored and fingerprint(self.docnos_list(), np.asarray(self.edges_data)) != stored:
+            problems.append('docnos.npids or edges.u32.np differ from what was built (graph_sha256 in pt_meta.json); '
+                            'the files were replaced or tampered with')
+        summaries = 0
+        if self.meta.get('summaries') is not None:
+            try:
+                summaries = sum(r is not None for r in self.summary_store().read(
+                    expected=self.meta['summaries'].get('count')))
+            except (OSError, ValueError) as ex:
+                problems.append(str(ex))
+        if problems:
+            raise ArtifactError(f'{self.path} failed validation: ' + '; '.join(problems))
+        return {'docs': self.doc_count, 'groups': self.num_groups, 'summaries': summaries, 'ok': True}
 
     # -- documents ----------------------------------------------------------------------------------------------
     def __len__(self) -> int:

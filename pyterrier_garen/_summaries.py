@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from ._io import write_json
+from ._io import atomic_write, open_no_follow, write_json
 
 __all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore']
 
@@ -171,9 +171,13 @@ class SummaryStore:
         partial, meta = self.path / PARTIAL, self.path / PARTIAL_META
         self.done = {}
         if meta.is_file() and not overwrite:
-            with meta.open('rt') as fin:
-                previous = json.load(fin)
-            if previous.get('summarizer') != config:
+            try:
+                with open_no_follow(meta, 'rt') as fin:
+                    previous = json.load(fin)
+            except ValueError:
+                raise ValueError(f'{meta} (the config of an unfinished summarisation) is not valid JSON; pass '
+                                 'overwrite=True (--overwrite) to start the summaries again') from None
+            if not isinstance(previous, dict) or previous.get('summarizer') != config:
                 raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
                                       f'({previous.get("summarizer")}); pass overwrite=True to discard it')
             self.done = _read_partial(partial, self.num_groups)
@@ -197,7 +201,7 @@ class SummaryStore:
                 self.done[gid] = record
                 new.append(record)
         if new:
-            with self.partial_file.open('at', encoding='utf8') as fout:
+            with open_no_follow(self.partial_file, 'at') as fout:
                 for record in new:
                     fout.write(json.dumps(record) + '\n')
                 fout.flush()
@@ -214,11 +218,7 @@ class SummaryStore:
         missing = self.missing()
         if missing:
             raise ValueError(f'{len(missing)} groups have no summary yet (e.g. {missing[:5]}); summarise them first')
-        tmp = self.final_file.with_name(SUMMARIES + '.tmp')
-        with tmp.open('wt', encoding='utf8') as fout:
-            for gid in range(self.num_groups):
-                fout.write(json.dumps(self.done[gid]) + '\n')
-        os.replace(tmp, self.final_file)
+        atomic_write(self.final_file, ''.join(json.dumps(self.done[gid]) + '\n' for gid in range(self.num_groups)))
         return {'summarizer': config, 'count': self.num_groups,
                 'fallbacks': sum(bool(r.get('fallback')) for r in self.done.values())}
 
@@ -251,18 +251,36 @@ class SummaryStore:
 
 
 def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
-    """Finished records of an interrupted summarisation; a torn last line (killed mid-write) is dropped."""
+    """Finished records of an interrupted summarisation.
+
+    A torn last line (killed mid-write) is dropped silently; any other line that is not a valid record (garbage, a
+    group id out of range) is named in one warning with the file and line numbers, its group is summarised again,
+    and the file is rewritten with the valid records only. The first record of a group wins.
+    """
+    import warnings
     done: Dict[int, Dict[str, Any]] = {}
-    if not path.is_file():
+    if not path.is_file() and not path.is_symlink():
         return done
-    with path.open('rb') as fin:
+    with open_no_follow(path, 'rb') as fin:
         data = fin.read()
     keep = data.rfind(b'\n') + 1
-    if keep < len(data):  # cut the torn tail so the next append starts on a fresh line
-        with path.open('r+b') as fout:
-            fout.truncate(keep)
-    for line in data[:keep].decode('utf8').splitlines():
-        if line.strip():
-            record = json.loads(line)
-            done[int(record['group'])] = record
+    bad: List[int] = []
+    for lineno, raw in enumerate(data[:keep].split(b'\n')[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw.decode('utf8'))
+            gid = int(record['group'])
+            if not 0 <= gid < num_groups or isinstance(record['group'], bool):
+                raise ValueError(gid)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            bad.append(lineno)
+            continue
+        done.setdefault(gid, record)
+    if bad:
+        shown = ', '.join(map(str, bad[:5])) + (', ...' if len(bad) > 5 else '')
+        warnings.warn(f'{path}: {len(bad)} unreadable lines (line {shown}) skipped; {len(done)} valid records kept, '
+                      'the groups of the unreadable lines are summarised again', stacklevel=3)
+    if bad or keep < len(data):  # rewrite: valid records only, so the next append starts on a fresh line
+        atomic_write(path, ''.join(json.dumps(r) + '\n' for r in done.values()))
     return done
