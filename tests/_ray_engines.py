@@ -1,77 +1,88 @@
-"""Engines for the Ray tests, built inside Ray actors from an EngineSpec (so they take ``model=``).
+"""Summariser and engine recipes for the Ray tests (built inside Ray actors from a SummarizerSpec / EngineSpec).
 
-* :class:`RulesEngine`: the rule-based stub engine under a model id;
-* :class:`FaultyEngine`: wraps any engine spec; records which documents every prompt shows (one file per process in
-  ``log_dir``) and fails when a prompt shows ``fail_docno``: once (a marker file remembers it across processes) or
-  always, by raising or by killing its worker process.
+:class:`ProbedSummarizer` is the real :class:`~pyterrier_garen.LLMSummarizer` on a real engine, plus test probes:
+
+* every record also stores the engine's raw replies for its group (``raw``), so comparing records compares the
+  generations themselves, not only the parsed or fallback text;
+* the docnos of every group it is asked to summarise are appended to a file per process in ``log_dir``;
+* ``failures`` maps docnos to ``'raise'`` or ``'exit'``: a batch holding such a document raises, or kills its worker
+  process (as a crash or a preempted node would); once per docno (a marker file in ``marker_dir``, created
+  atomically, remembers it across processes), or every time with ``once=False``.
 """
 import os
 import re
 from pathlib import Path
 
-from _stub_engine import StubEngine
-
-from pyterrier_garen._llm import Engine
+from pyterrier_garen import LLMSummarizer
 
 _DOCNO = re.compile(r'^\[\d+\] \(([^)]*)\)', re.M)
 
 
-class RulesEngine(StubEngine):
-    def __init__(self, *, model='stub/rules', **kwargs):
-        super().__init__(**kwargs)
-        self.model = model
+class _Recording:
+    """Delegates to an engine and keeps ``(docnos shown, reply)`` for every conversation it generates for."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.replies = []
+
+    def __getattr__(self, name):
+        return getattr(self._engine, name)
+
+    def generate(self, conversations, **kwargs):
+        generations = self._engine.generate(conversations, **kwargs)
+        for conversation, generation in zip(conversations, generations):
+            docnos = [d for m in conversation if m['role'] == 'user' for d in _DOCNO.findall(m['content'])]
+            self.replies.append((docnos, generation.text))
+        return generations
 
 
-class FaultyEngine(Engine):
-    def __init__(self, *, model, inner, fail_docno=None, mode='raise', once=True, marker=None, log_dir=None):
-        self.model = model
-        self.inner = inner.build()
-        self.fail_docno = fail_docno
-        self.mode = mode
+class ProbedSummarizer(LLMSummarizer):
+    def __init__(self, engine, *, failures=None, once=True, marker_dir=None, log_dir=None, **kwargs):
+        super().__init__(_Recording(engine), **kwargs)
+        self.failures = failures or {}
         self.once = once
-        self.marker = marker
+        self.marker_dir = marker_dir
         self.log_dir = log_dir
 
-    @property
-    def context_length(self):
-        return self.inner.context_length
+    def config(self):
+        return {**super().config(), 'probed': True}
 
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
-
-    def truncate(self, text, max_tokens):
-        return self.inner.truncate(text, max_tokens)
-
-    def count_conversation_tokens(self, conversation):
-        return self.inner.count_conversation_tokens(conversation)
-
-    def _check(self, conversations):
-        docnos = [d for c in conversations for m in c if m['role'] == 'user' for d in _DOCNO.findall(m['content'])]
+    def _probe(self, groups):
+        docnos = [str(d['docno']) for g in groups for d in g['docs']]
         if self.log_dir:
             with open(Path(self.log_dir) / f'{os.getpid()}.log', 'a') as fout:
                 fout.write(''.join(f'{d}\n' for d in docnos))
-        if self.fail_docno is None or self.fail_docno not in docnos:
-            return
-        if self.once:
-            try:
-                fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # atomic: only one process fails
-            except FileExistsError:
-                return
-            os.close(fd)
-        if self.mode == 'exit':
-            os._exit(1)  # the worker process dies, as on a crash or a preempted node
-        raise RuntimeError(f'injected failure on a batch showing document {self.fail_docno}')
+        for docno, mode in self.failures.items():
+            if docno not in docnos:
+                continue
+            if self.once:
+                try:  # only the first process to get here fails
+                    fd = os.open(Path(self.marker_dir) / f'{docno}.failed', os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+                except FileExistsError:
+                    continue
+                os.close(fd)
+            if mode == 'exit':
+                os._exit(1)
+            raise RuntimeError(f'injected failure on a batch holding document {docno}')
 
-    def generate(self, conversations, *, max_tokens, stop=None):
-        self._check(conversations)
-        return self.inner.generate(conversations, max_tokens=max_tokens, stop=stop)
+    def summarize(self, groups):
+        self._probe(groups)
+        self.engine.replies = []
+        records = super().summarize(groups)
+        for group, record in zip(groups, records):
+            first = str(group['docs'][0]['docno'])
+            record['raw'] = [text for docnos, text in self.engine.replies if docnos and docnos[0] == first]
+        return records
 
-    def yes_no(self, conversations, *, yes='yes', no='no'):
-        self._check(conversations)
-        return self.inner.yes_no(conversations, yes=yes, no=no)
 
+def ray_test_engine(model_dir):
+    """The engine of the Ray tests: TransformersEngine on the tiny local model (random weights, greedy)."""
+    import pytest
 
-def RAY_TEST_ENGINE(model_dir):
-    """The engine spec of the Ray tests."""
-    from pyterrier_garen._ray import EngineSpec
-    return EngineSpec('_ray_engines:RulesEngine', model='stub/rules')
+    from pyterrier_garen import EngineSpec, _llm
+    pytest.importorskip('transformers', reason='the cpu extra (transformers) is not installed')
+    if not hasattr(_llm, 'TransformersEngine'):
+        pytest.skip('this checkout has no TransformersEngine (pyterrier_garen._llm)')
+    from pyterrier_garen._tiny_model import build_tiny_model
+    path = build_tiny_model(Path(model_dir) / 'tiny', num_layers=1, hidden_size=64, num_heads=2)
+    return EngineSpec('transformers', model=str(path), device='cpu', batch_size=8)

@@ -13,13 +13,13 @@ import pytest
 pytestmark = [pytest.mark.ray, pytest.mark.filterwarnings('ignore::DeprecationWarning:ray.data.context')]
 ray = pytest.importorskip('ray', reason="Ray is not installed (pip install 'pyterrier-garen[ray]')")
 
-from _ray_engines import RAY_TEST_ENGINE  # noqa: E402
+from _ray_engines import ray_test_engine  # noqa: E402
 
-from pyterrier_garen import GroupCorpusGraph  # noqa: E402
-from pyterrier_garen._ray import EngineSpec, RayOptions  # noqa: E402
+from pyterrier_garen import GroupCorpusGraph, RayOptions, SummarizerSpec  # noqa: E402
 
 TESTS = Path(__file__).parent
 BATCH = 16
+MAX_TOKENS = 8
 
 
 @pytest.fixture(scope='module')
@@ -35,8 +35,8 @@ def ray_cluster():
 
 @pytest.fixture(scope='module')
 def engine_spec(tmp_path_factory):
-    """The engine every test summarises with (see _ray_engines.RAY_TEST_ENGINE)."""
-    return RAY_TEST_ENGINE(tmp_path_factory.mktemp('ray-model'))
+    """The engine every test summarises with (see _ray_engines.ray_test_engine)."""
+    return ray_test_engine(tmp_path_factory.mktemp('ray-model'))
 
 
 @pytest.fixture(scope='module')
@@ -54,12 +54,15 @@ def _copy(bare_groups, tmp_path):
     return GroupCorpusGraph(target)
 
 
-def _faulty(engine_spec, tmp_path, **kwargs):
-    log_dir = tmp_path / 'sent'
-    log_dir.mkdir(exist_ok=True)
-    spec = EngineSpec('_ray_engines:FaultyEngine', model=engine_spec.model, inner=engine_spec,
-                      marker=str(tmp_path / 'failed.marker'), log_dir=str(log_dir), **kwargs)
-    return spec.summarizer(max_tokens=24), log_dir
+def _probed(engine_spec, tmp_path=None, **kwargs):
+    """The LLM summariser on the test engine, with the probes of _ray_engines.ProbedSummarizer."""
+    log_dir = None
+    if tmp_path is not None:
+        log_dir = tmp_path / 'sent'
+        log_dir.mkdir(exist_ok=True)
+        kwargs.update(marker_dir=str(tmp_path), log_dir=str(log_dir))
+    return SummarizerSpec(engine_spec, summarizer='_ray_engines:ProbedSummarizer', max_tokens=MAX_TOKENS,
+                          max_doc_tokens=24, retries=0, **kwargs), log_dir
 
 
 def _sent(log_dir):
@@ -75,16 +78,17 @@ def _lines(groups):
 def reference(bare_groups, cranfield, engine_spec, tmp_path_factory):
     """The single-process run: summaries.jsonl lines and the summaries meta."""
     groups = _copy(bare_groups, tmp_path_factory.mktemp('ray-reference'))
-    groups.summarize(engine_spec.summarizer(max_tokens=24).build(), cranfield, batch_size=BATCH)
+    groups.summarize(_probed(engine_spec)[0].build(), cranfield, batch_size=BATCH)
     return _lines(groups), groups.meta['summaries']
 
 
 def test_ray_records_equal_single_process(ray_cluster, bare_groups, cranfield, engine_spec, reference, tmp_path):
     groups = _copy(bare_groups, tmp_path)
-    summarizer, log_dir = _faulty(engine_spec, tmp_path)
+    summarizer, log_dir = _probed(engine_spec, tmp_path)
     groups.summarize(summarizer, cranfield, batch_size=BATCH, ray=RayOptions(workers=2))
     lines, meta = reference
-    assert _lines(groups) == lines  # same records (and provenance), in group order
+    assert _lines(groups) == lines  # same records, raw generations and provenance, in group order
+    assert all(json.loads(line)['raw'] and all(json.loads(line)['raw']) for line in lines), 'no generations'
     assert groups.meta['summaries']['summarizer'] == meta['summarizer']
     assert groups.meta['summaries']['ray']['workers'] == 2
     sent = _sent(log_dir)
@@ -94,21 +98,22 @@ def test_ray_records_equal_single_process(ray_cluster, bare_groups, cranfield, e
     assert not (groups.path / 'summaries.partial.jsonl').exists()
 
 
-@pytest.mark.parametrize('mode', ['exit', 'raise'])
-def test_worker_failure_loses_and_duplicates_nothing(ray_cluster, bare_groups, cranfield, engine_spec, reference,
-                                                     tmp_path, mode):
-    """A batch whose worker process dies (``exit``) or whose engine raises (``raise``) once is retried by Ray."""
+def test_worker_failures_lose_and_duplicate_nothing(ray_cluster, bare_groups, cranfield, engine_spec, reference,
+                                                    tmp_path):
+    """One batch's worker process dies, another batch's summariser raises, once each: Ray retries both."""
     groups = _copy(bare_groups, tmp_path)
-    victim = groups.group_members(groups.num_groups // 2)[0]
-    summarizer, log_dir = _faulty(engine_spec, tmp_path, fail_docno=victim, mode=mode)
+    crash, error = groups.group_members(groups.num_groups // 3)[0], groups.group_members(2 * groups.num_groups // 3)[0]
+    summarizer, log_dir = _probed(engine_spec, tmp_path, failures={crash: 'exit', error: 'raise'})
     groups.summarize(summarizer, cranfield, batch_size=BATCH, ray=RayOptions(workers=2))
-    assert (tmp_path / 'failed.marker').exists(), 'the failure was not injected'
+    assert (tmp_path / f'{crash}.failed').exists(), 'the crash was not injected'
+    assert (tmp_path / f'{error}.failed').exists(), 'the error was not injected'
     lines = _lines(groups)
     assert lines == reference[0]
-    ids = [json.loads(line)['group'] for line in lines]
-    assert ids == list(range(groups.num_groups))
+    assert [json.loads(line)['group'] for line in lines] == list(range(groups.num_groups))
     docs = [d for docnos in _sent(log_dir).values() for d in docnos]
-    assert victim in docs
+    assert docs.count(crash) == 2  # each failed batch was sent again, once
+    assert docs.count(error) == 2
+    assert len(_sent(log_dir)) >= 3, 'the crashed actor should have been replaced by a new process'
 
 
 def test_rerun_after_interruption_sends_only_missing_groups(ray_cluster, bare_groups, cranfield, engine_spec,
@@ -116,7 +121,7 @@ def test_rerun_after_interruption_sends_only_missing_groups(ray_cluster, bare_gr
     groups = _copy(bare_groups, tmp_path)
     victim_group = groups.num_groups - 3
     victim = groups.group_members(victim_group)[0]
-    broken, _ = _faulty(engine_spec, tmp_path, fail_docno=victim, once=False)
+    broken, _ = _probed(engine_spec, tmp_path, failures={victim: 'raise'}, once=False)
     with pytest.raises(Exception, match='injected failure'):
         groups.summarize(broken, cranfield, batch_size=BATCH, ray=RayOptions(workers=2, max_retries=0))
     partial = groups.path / 'summaries.partial.jsonl'
@@ -127,7 +132,7 @@ def test_rerun_after_interruption_sends_only_missing_groups(ray_cluster, bare_gr
 
     rerun_dir = tmp_path / 'rerun'
     rerun_dir.mkdir()
-    summarizer, log_dir = _faulty(engine_spec, rerun_dir)
+    summarizer, log_dir = _probed(engine_spec, rerun_dir)
     groups.summarize(summarizer, cranfield, batch_size=BATCH, ray=RayOptions(workers=2))
     sent = {d for docnos in _sent(log_dir).values() for d in docnos}
     missing = {d for g in range(groups.num_groups) if g not in done for d in groups.group_members(g)}
@@ -135,13 +140,13 @@ def test_rerun_after_interruption_sends_only_missing_groups(ray_cluster, bare_gr
     assert _lines(groups) == reference[0]
 
 
-def test_live_engine_is_refused(bare_groups, cranfield, engine_spec, tmp_path):
+def test_live_engine_is_refused(bare_groups, cranfield, tmp_path):
     groups = _copy(bare_groups, tmp_path)
     from _stub_engine import StubEngine
 
     from pyterrier_garen import LLMSummarizer
     with pytest.raises(TypeError, match='live engine'):
-        groups.summarize(LLMSummarizer(StubEngine(), max_tokens=24), cranfield, ray=RayOptions(workers=2))
+        groups.summarize(LLMSummarizer(StubEngine(), max_tokens=MAX_TOKENS), cranfield, ray=RayOptions(workers=2))
 
 
 def test_cli_summarize_on_ray(ray_cluster, bare_groups, cranfield, tmp_path, capsys):
