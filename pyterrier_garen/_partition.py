@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass, field
-from typing import List, Literal, Tuple
+from typing import Dict, List, Literal, Tuple
 
 import numpy as np
 
@@ -21,11 +22,14 @@ class Partition:
         unsplittable: ids of groups larger than the limit that Leiden could not split further.
         modularity: modularity of the first (top-level) Leiden partition of the whole graph.
         leiden_calls: number of Leiden runs (1 + recursive re-partitions).
+        seconds: wall-clock time of each stage: ``symmetrise``, ``leiden`` (the whole graph) and ``split`` (the
+            recursive re-partitioning).
     """
     labels: np.ndarray
     unsplittable: List[int] = field(default_factory=list)
     modularity: float = float('nan')
     leiden_calls: int = 0
+    seconds: Dict[str, float] = field(default_factory=dict)
 
     @property
     def num_groups(self) -> int:
@@ -55,22 +59,27 @@ def symmetrise(edges: np.ndarray, weights: np.ndarray, num_nodes: int) -> Tuple[
         raise ValueError(f'edge targets must lie in [0, {num_nodes}); found {dst.min()}..{dst.max()}')
     keep = (src != dst) & (w > 0) & np.isfinite(w)
     src, dst, w = src[keep], dst[keep], w[keep]
-    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
-    key = lo * num_nodes + hi
-    order = np.lexsort((-w, key))  # per pair, the largest weight first
+    key = np.minimum(src, dst) * num_nodes + np.maximum(src, dst)
+    order = np.argsort(key)
     key, w = key[order], w[order]
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    key, w = key[first], w[first]
+    starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
+    w = np.maximum.reduceat(w, starts) if len(key) else w
+    key = key[starts]
     return np.stack([key // num_nodes, key % num_nodes], axis=1), w
 
 
-def _leiden(num_nodes: int, pairs: np.ndarray, w: np.ndarray, *, resolution: float, randomness: float,
-            seed: int, backend: Backend) -> Tuple[np.ndarray, float]:
+def _graph(num_nodes: int, pairs: np.ndarray, w: np.ndarray):
     import igraph
-    graph = igraph.Graph(n=num_nodes, edges=pairs.tolist(), directed=False)
+    # a list of tuples is the fastest input igraph takes (an ndarray or a list of lists costs about twice as much)
+    graph = igraph.Graph(n=num_nodes, edges=list(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist())), directed=False)
     graph.es['weight'] = w.tolist()
+    return graph
+
+
+def _run_leiden(graph, *, resolution: float, randomness: float, seed: int, backend: Backend) -> np.ndarray:
+    """Membership of one Leiden run optimising modularity, seeded with ``seed``."""
     if backend == 'igraph':
+        import igraph
         # igraph draws from a Python RNG object; give it a private, seeded one and restore the default after.
         igraph.set_random_number_generator(random.Random(seed))
         try:
@@ -90,9 +99,45 @@ def _leiden(num_nodes: int, pairs: np.ndarray, w: np.ndarray, *, resolution: flo
         membership = part.membership
     else:
         raise ValueError(f'unknown Leiden backend {backend!r}; use "igraph" (fast default) or "leidenalg" (reference)')
-    membership = np.asarray(membership, dtype=np.int64)
-    modularity = graph.modularity(membership.tolist(), weights='weight', resolution=resolution) if len(w) else 0.
-    return membership, float(modularity)
+    return np.asarray(membership, dtype=np.int64)
+
+
+def _split_groups(nodes: np.ndarray, group: np.ndarray, pairs: np.ndarray, w: np.ndarray, *, resolution: float,
+                  randomness: float, seed: int, backend: Backend) -> np.ndarray:
+    """Leiden (modularity) on the induced subgraph of each of several groups, one run per group.
+
+    Every subgraph is cut out of the edge list with sorting and slicing only (no per-group array over the whole
+    graph, no per-node Python loop), so one recursion level costs O(m log m) plus one small Leiden run per group.
+    Local node ids follow node id order and each run is seeded with ``seed``, as when the groups are split one by
+    one.
+
+    Args:
+        nodes: sorted ids of the nodes of all groups.
+        group: group of each of ``nodes`` (``0..G-1``).
+        pairs: edges inside the groups (global node ids, ``pairs[:, 0] < pairs[:, 1]``), ``w`` their weights.
+
+    Returns:
+        The part of every node inside its group (``0..parts-1`` per group).
+    """
+    num_groups = int(group.max()) + 1 if len(nodes) else 0
+    by_group = np.argsort(group, kind='stable')  # nodes of group 0 in id order, then group 1, ...
+    node_starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=num_groups))])
+    local = np.empty(len(nodes), dtype=np.int64)
+    local[by_group] = np.arange(len(nodes)) - node_starts[group[by_group]]
+    u, v = np.searchsorted(nodes, pairs[:, 0]), np.searchsorted(nodes, pairs[:, 1])
+    edge_group = group[u]
+    order = np.lexsort((local[v], local[u], edge_group))
+    sub_pairs = np.stack([local[u], local[v]], axis=1)[order]
+    sub_w = w[order]
+    edge_starts = np.concatenate([[0], np.cumsum(np.bincount(edge_group, minlength=num_groups))])
+    parts = np.empty(len(nodes), dtype=np.int64)
+    for g in range(num_groups):
+        size = int(node_starts[g + 1] - node_starts[g])
+        es, ee = edge_starts[g], edge_starts[g + 1]
+        graph = _graph(size, sub_pairs[es:ee], sub_w[es:ee])
+        parts[by_group[node_starts[g]:node_starts[g + 1]]] = _run_leiden(
+            graph, resolution=resolution, randomness=randomness, seed=seed, backend=backend)
+    return parts
 
 
 def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: int = 20, resolution: float = 1.0,
@@ -104,6 +149,11 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     than ``max_group_size`` is partitioned again on its induced subgraph, recursively, while Leiden still finds a
     non-trivial split (more than one part). Groups it cannot split (e.g. near-duplicate documents) stay large and
     are listed in :attr:`Partition.unsplittable`. Same inputs and seed give the same labels.
+
+    The recursion goes level by level: the subgraphs of all groups still over the limit are cut out of the edge
+    list at once with sorting and slicing (:func:`_split_groups`), so the work outside Leiden itself is a few
+    vectorised passes over the edges per level, linear in the size of the graph however many groups need
+    splitting.
 
     Args:
         edges: ``(n, k)`` neighbour ids (``np_topk`` layout).
@@ -117,68 +167,63 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     """
     if max_group_size < 2:
         raise ValueError(f'max_group_size must be at least 2, got {max_group_size}')
+    if backend not in ('igraph', 'leidenalg'):
+        raise ValueError(f'unknown Leiden backend {backend!r}; use "igraph" (fast default) or "leidenalg" (reference)')
     num_nodes = int(np.asarray(edges).shape[0])
+    started = time.perf_counter()
     pairs, w = symmetrise(edges, weights, num_nodes)
     if num_nodes == 0:
         return Partition(np.zeros(0, dtype=np.int64))
-    labels, modularity = _leiden(num_nodes, pairs, w, resolution=resolution, randomness=randomness, seed=seed,
-                                 backend=backend)
-    calls = 1
-    # adjacency in CSR form, to cut induced subgraphs quickly
-    both = np.concatenate([pairs, pairs[:, ::-1]])
-    both_w = np.concatenate([w, w])
-    order = np.argsort(both[:, 0], kind='stable')
-    nbr, nbr_w = both[order, 1], both_w[order]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(both[:, 0], minlength=num_nodes))])
-
-    groups: List[np.ndarray] = [np.sort(m) for m in _members(labels)]
-    final: List[np.ndarray] = []
-    unsplittable_nodes: List[np.ndarray] = []
-    pending = [g for g in groups if len(g) > max_group_size]
-    final.extend(g for g in groups if len(g) <= max_group_size)
+    seconds = {'symmetrise': time.perf_counter() - started}
+    graph = _graph(num_nodes, pairs, w)
+    labels = _run_leiden(graph, resolution=resolution, randomness=randomness, seed=seed, backend=backend)
+    modularity = float(graph.modularity(labels.tolist(), weights='weight', resolution=resolution)) if len(w) else 0.
+    del graph
+    seconds['leiden'] = time.perf_counter() - started - seconds['symmetrise']
+    calls, next_label = 1, int(labels.max()) + 1
+    unsplittable: List[int] = []
+    # the nodes of groups still over the limit, and the edges inside those groups
+    sizes = np.bincount(labels)
+    active = np.flatnonzero(sizes[labels] > max_group_size)
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    keep = same & (sizes[labels[pairs[:, 0]]] > max_group_size)
+    pairs, w = pairs[keep], w[keep]
     progress = None
     if verbose:
         import pyterrier as pt
         progress = pt.tqdm(desc='re-partitioning large groups', unit='group')
-    while pending:
-        nodes = pending.pop()
-        local = np.full(num_nodes, -1, dtype=np.int64)
-        local[nodes] = np.arange(len(nodes))
-        sub_src, sub_dst, sub_w = [], [], []
-        for i, node in enumerate(nodes):
-            nb = nbr[offsets[node]:offsets[node + 1]]
-            nw = nbr_w[offsets[node]:offsets[node + 1]]
-            j = local[nb]
-            sel = j > i
-            sub_src.append(np.full(int(sel.sum()), i))
-            sub_dst.append(j[sel])
-            sub_w.append(nw[sel])
-        sub_pairs = np.stack([np.concatenate(sub_src), np.concatenate(sub_dst)], axis=1) if len(nodes) else \
-            np.zeros((0, 2), dtype=np.int64)
-        sub_labels, _ = _leiden(len(nodes), sub_pairs, np.concatenate(sub_w), resolution=resolution,
-                                randomness=randomness, seed=seed, backend=backend)
-        calls += 1
+    while len(active):
+        _, group = np.unique(labels[active], return_inverse=True)
+        group = group.reshape(-1)
+        community = _split_groups(active, group, pairs, w, resolution=resolution, randomness=randomness, seed=seed,
+                                  backend=backend)
+        calls += int(group.max()) + 1
+        # the parts: (group, community) pairs, numbered after every label used so far
+        key = group * len(active) + community
+        part_key, part = np.unique(key, return_inverse=True)
+        part = part.reshape(-1)
+        part_group = part_key // len(active)
+        labels[active] = next_label + part
+        split = np.bincount(part_group)[part_group] > 1  # per part: did its group split at all?
+        unsplittable.extend(int(next_label + p) for p in np.flatnonzero(~split))
+        next_label += len(part_key)
+        pending = split & (np.bincount(part) > max_group_size)
         if progress is not None:
-            progress.update()
-        parts = [nodes[m] for m in _members(sub_labels)]
-        if len(parts) <= 1:
-            unsplittable_nodes.append(nodes)
-            final.append(nodes)
-            continue
-        for part in parts:
-            (pending if len(part) > max_group_size else final).append(np.sort(part))
+            progress.update(int(group.max()) + 1)
+        node_pending = pending[part]
+        local_u = np.searchsorted(active, pairs[:, 0])
+        local_v = np.searchsorted(active, pairs[:, 1])
+        keep = (part[local_u] == part[local_v]) & node_pending[local_u]
+        pairs, w = pairs[keep], w[keep]
+        active = active[node_pending]
     if progress is not None:
         progress.close()
-    # number groups by their smallest node id, so labels do not depend on the order of the work queue
-    final.sort(key=lambda g: int(g[0]))
-    out = np.empty(num_nodes, dtype=np.int64)
-    for gid, nodes in enumerate(final):
-        out[nodes] = gid
-    unsplittable = sorted(int(out[n[0]]) for n in unsplittable_nodes)
-    return Partition(out, unsplittable=unsplittable, modularity=modularity, leiden_calls=calls)
-
-
-def _members(labels: np.ndarray) -> List[np.ndarray]:
-    order = np.argsort(labels, kind='stable')
-    counts = np.bincount(labels)
-    return [m for m in np.split(order, np.cumsum(counts)[:-1]) if len(m)]
+    # number groups by their smallest node id, so labels do not depend on how the work was ordered
+    raw, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(raw), dtype=np.int64)
+    rank[np.argsort(first, kind='stable')] = np.arange(len(raw))
+    out = rank[inverse.reshape(-1)]
+    final_unsplittable = sorted(int(rank[i]) for i in np.searchsorted(raw, unsplittable))
+    seconds['split'] = time.perf_counter() - started - seconds['symmetrise'] - seconds['leiden']
+    return Partition(out, unsplittable=final_unsplittable, modularity=modularity, leiden_calls=calls,
+                     seconds=seconds)

@@ -82,3 +82,65 @@ def test_bad_arguments():
         leiden_partition(edges, weights, max_group_size=1)
     with pytest.raises(ValueError, match='backend'):
         leiden_partition(edges, weights, backend='nope')
+
+
+def _reference_partition(edges, weights, max_group_size, seed=42):
+    """The recursion written plainly, one group at a time (as before the level-wise rewrite)."""
+    from pyterrier_garen._partition import _graph, _run_leiden
+    n = len(edges)
+    pairs, w = symmetrise(edges, weights, n)
+    opts = dict(resolution=1.0, randomness=0.001, seed=seed, backend='igraph')
+    labels = _run_leiden(_graph(n, pairs, w), **opts)
+    final, pending = [], [np.flatnonzero(labels == g) for g in range(labels.max() + 1)]
+    while pending:
+        nodes = pending.pop()
+        if len(nodes) <= max_group_size:
+            final.append(nodes)
+            continue
+        inside = np.isin(pairs[:, 0], nodes) & np.isin(pairs[:, 1], nodes)
+        local = np.searchsorted(nodes, pairs[inside])
+        sub = _run_leiden(_graph(len(nodes), local, w[inside]), **opts)
+        parts = [nodes[sub == p] for p in range(sub.max() + 1)]
+        if len(parts) == 1:
+            final.append(nodes)
+        else:
+            pending.extend(parts)
+    out = np.empty(n, dtype=np.int64)
+    for gid, nodes in enumerate(sorted(final, key=lambda g: g[0])):
+        out[nodes] = gid
+    return out
+
+
+@pytest.mark.parametrize('seed', [0, 1])
+def test_level_wise_recursion_equals_plain_recursion(seed):
+    from pyterrier_garen.synthetic import planted_knn_graph
+    edges, weights, _, _ = planted_knn_graph(2000, k=8, seed=seed)
+    part = leiden_partition(edges, weights, max_group_size=20)
+    np.testing.assert_array_equal(part.labels, _reference_partition(edges, weights, 20))
+    assert part.leiden_calls > 20  # many groups were re-partitioned, over several levels
+    assert set(part.seconds) == {'symmetrise', 'leiden', 'split'}
+
+
+def test_planted_knn_graph_structure():
+    from pyterrier_garen.synthetic import planted_knn_graph
+    edges, weights, topics, subtopics = planted_knn_graph(5000, k=16, seed=3)
+    again = planted_knn_graph(5000, k=16, seed=3)
+    np.testing.assert_array_equal(edges, again[0])
+    assert edges.shape == weights.shape == (5000, 16)
+    assert edges.min() >= 0
+    assert edges.max() < 5000
+    assert not (edges == np.arange(5000)[:, None]).any()
+    assert (np.diff(weights, axis=1) <= 0).all()  # np_topk rows: most similar first
+    # subtopics nest inside topics, and most edges stay inside the topic
+    assert all(len(set(topics[subtopics == s])) == 1 for s in np.unique(subtopics)[:200])
+    assert (topics[edges] == topics[:, None]).mean() > 0.85
+    part = leiden_partition(edges, weights, max_group_size=20)
+    top = np.bincount(part.labels)
+    assert top.max() <= 20
+    assert part.leiden_calls > 1
+    assert part.modularity > 0.8
+    # groups are pure: nearly every group lies inside one planted topic
+    purity = np.mean([np.bincount(topics[part.labels == g]).max() / top[g] for g in range(part.num_groups)])
+    assert purity > 0.95
+    with pytest.raises(ValueError, match='p_subtopic'):
+        planted_knn_graph(100, p_subtopic=0.8, p_topic=0.5)

@@ -1,0 +1,98 @@
+"""Benchmark: group construction (Leiden + recursive split + write) on synthetic k-NN graphs of growing size.
+
+    python bench/group_scale.py                       # 100k, 400k, 1M documents
+    python bench/group_scale.py --sizes 100000 400000 --repeat 2
+
+The graphs come from :func:`pyterrier_garen.synthetic.planted_knn_graph` (k=16, planted topics of ~200 documents
+split into subtopics of ~15), so Leiden finds real communities and has re-partitioning work to do. Each size runs
+in a fresh subprocess, which times ``GroupCorpusGraph.from_arrays`` end to end (docno sorting, symmetrising, Leiden,
+recursive split, writing and reopening the artifact) and reports its own peak RSS. The per-stage times and the
+per-document cost of the largest sizes give the basis of the 4.6M-document (DBpedia-entity) estimate printed last,
+which extrapolates linearly from the largest size measured.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+
+def one(num_docs: int, k: int, seed: int) -> dict:
+    """Build one artifact; returns its timings and statistics (runs in the child process)."""
+    import pyterrier_garen._partition as partition
+    from pyterrier_garen import GroupCorpusGraph
+    from pyterrier_garen.synthetic import planted_knn_graph
+    edges, weights, topics, _ = planted_knn_graph(num_docs, k=k, seed=seed)
+    docnos = [f'doc{i}' for i in range(num_docs)]  # not in string order: the builder must sort and remap
+    captured = {}
+    leiden_partition = partition.leiden_partition
+
+    def recording(*args, **kwargs):
+        captured['part'] = leiden_partition(*args, **kwargs)
+        return captured['part']
+
+    partition.leiden_partition = recording
+    with tempfile.TemporaryDirectory(dir=os.environ.get('GAREN_BENCH_TMP')) as tmp:
+        wall, cpu = time.perf_counter(), time.process_time()
+        groups = GroupCorpusGraph.from_arrays(f'{tmp}/groups', docnos, edges, weights)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        stats = groups.group_stats()
+    part = captured['part']
+    stages = part.seconds
+    return {'docs': num_docs, 'seconds': round(wall, 2), 'cpu_s': round(cpu, 2),
+            'us_per_doc': round(wall / num_docs * 1e6, 1),
+            'symmetrise_s': round(stages['symmetrise'], 2), 'leiden_s': round(stages['leiden'], 2),
+            'split_s': round(stages['split'], 2),
+            'other_s': round(wall - sum(stages.values()), 2),
+            'peak_rss_gb': round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2),
+            'groups': stats['groups'], 'mean_size': round(stats['mean'], 2), 'median': stats['median'],
+            'max': stats['max'], 'singletons': stats['singletons'], 'unsplittable': len(stats['unsplittable']),
+            'leiden_calls': part.leiden_calls, 'modularity': round(part.modularity, 3),
+            'planted_topics': int(topics.max()) + 1}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--sizes', nargs='+', type=int, default=[100_000, 400_000, 1_000_000])
+    parser.add_argument('--k', type=int, default=16)
+    parser.add_argument('--repeat', type=int, default=1, help='runs per size; the fastest is reported')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--estimate', type=int, default=4_600_000, help='size to extrapolate to (DBpedia: 4.6M)')
+    parser.add_argument('--one', type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(one(args.one, args.k, args.seed)))
+        return
+    import pandas as pd
+    rows = []
+    for size in args.sizes:
+        runs = []
+        for _ in range(args.repeat):
+            out = subprocess.run([sys.executable, __file__, '--one', str(size), '--k', str(args.k),
+                                  '--seed', str(args.seed)], check=True, capture_output=True, text=True)
+            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        rows.append(min(runs, key=lambda r: r['seconds']))
+        print(rows[-1], flush=True)
+    table = pd.DataFrame(rows)
+    print(table.drop(columns=['planted_topics']).to_string(index=False))
+    print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
+    if len(rows) >= 2:
+        a, b = rows[-2], rows[-1]
+        growth = (b['seconds'] / a['seconds']) / (b['docs'] / a['docs'])
+        print(f'cost per document, {a["docs"]:,} -> {b["docs"]:,} docs: x{growth:.2f} (1.00 = linear)')
+    last = rows[-1]
+    scale = args.estimate / last['docs']
+    stages = {s: last[f'{s}_s'] * scale for s in ('symmetrise', 'leiden', 'split', 'other')}
+    print(f'estimate for {args.estimate:,} docs (linear in each stage from {last["docs"]:,}): '
+          f'{sum(stages.values()):.0f} s = ' + ' + '.join(f'{s} {v:.0f}' for s, v in stages.items())
+          + f'; peak RSS ~{last["peak_rss_gb"] * scale:.1f} GB')
+
+
+if __name__ == '__main__':
+    np.seterr(all='raise')
+    main()
