@@ -7,8 +7,8 @@ The graphs come from :func:`pyterrier_garen.synthetic.planted_knn_graph` (k=16, 
 split into subtopics of ~15), so Leiden finds real communities and has re-partitioning work to do. Each size runs
 in a fresh subprocess, which times ``GroupCorpusGraph.from_arrays`` end to end (docno sorting, symmetrising, Leiden,
 recursive split, writing and reopening the artifact) and reports its own peak RSS. The per-stage times and the
-per-document cost of the largest sizes give the basis of the 4.6M-document (DBpedia-entity) estimate printed last,
-which extrapolates linearly from the largest size measured.
+marginal per-document cost between the two largest sizes give the 4.6M-document (DBpedia-entity) estimate printed
+last. Wall-clock times depend on the load of the machine: the load average is printed with the table.
 """
 import argparse
 import json
@@ -85,13 +85,17 @@ def main():
         a, b = rows[-2], rows[-1]
         growth = (b['seconds'] / a['seconds']) / (b['docs'] / a['docs'])
         print(f'cost per document, {a["docs"]:,} -> {b["docs"]:,} docs: x{growth:.2f} (1.00 = linear)')
-    last = rows[-1]
-    scale = args.estimate / last['docs']
-    stages = {s: last[f'{s}_s'] * scale for s in ('symmetrise', 'leiden', 'split', 'other')}
-    print(f'estimate for {args.estimate:,} docs (linear in each stage from {last["docs"]:,}): '
-          f'{sum(stages.values()):.0f} s = ' + ' + '.join(f'{s} {v:.0f}' for s, v in stages.items())
-          + f'; peak RSS ~{last["peak_rss_gb"] * scale:.1f} GB')
-
+    # the estimate: each stage (and the peak RSS) continued along the straight line through the two largest sizes,
+    # i.e. at the marginal cost per document measured there (a single size is scaled proportionally)
+    a, b = (rows[-2], rows[-1]) if len(rows) >= 2 else ({'docs': 0, **{k: 0 for k in rows[-1] if k != 'docs'}},
+                                                           rows[-1])
+    def extend(key):
+        slope = (b[key] - a[key]) / (b['docs'] - a['docs'])
+        return b[key] + slope * (args.estimate - b['docs'])
+    stages = {s: extend(f'{s}_s') for s in ('symmetrise', 'leiden', 'split', 'other')}
+    print(f'estimate for {args.estimate:,} docs (each stage extended along the line through {a["docs"]:,} and '
+          f'{b["docs"]:,} docs): {sum(stages.values()):.0f} s = '
+          + ' + '.join(f'{s} {v:.0f}' for s, v in stages.items()) + f'; peak RSS ~{extend("peak_rss_gb"):.1f} GB')
 
 if __name__ == '__main__':
     np.seterr(all='raise')
