@@ -98,17 +98,32 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
     out = model(frame)
-    if 'score' not in out.columns or 'docno' not in out.columns:
+    if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
-    returned = pd.Series(out['score'].to_numpy(dtype=float),
-                         index=pd.MultiIndex.from_arrays([out['qid'], out['docno'].astype(str)]))
-    scores = returned[~returned.index.duplicated()].reindex(pd.MultiIndex.from_arrays([frame.qid, frame.docno]))
-    missing = scores.isna().to_numpy()
-    if missing.any():
-        qids = sorted({str(q) for q in frame.qid[missing]})
-        warnings.warn(f'the {role} {model!r} returned no score for {missing.sum()} rows (qids {qids[:5]}); '
-                      'they are ranked last', stacklevel=3)
-    return np.split(np.nan_to_num(scores.to_numpy(), nan=-np.inf), np.cumsum(lengths)[:-1])
+    raw = pd.to_numeric(out['score'], errors='coerce')
+    not_numeric = raw.isna().to_numpy() & out['score'].notna().to_numpy()
+    if not_numeric.any():
+        raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
+                         f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
+    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
+    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
+    returned = pd.Series(raw.to_numpy(dtype=float),
+                         index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
+    returned = returned[~returned.index.duplicated()]
+    foreign = ~returned.index.isin(asked)
+    if foreign.any():
+        sample = [f'{q}/{d}' for q, d in returned.index[foreign][:3]]
+        warnings.warn(f'the {role} {model!r} returned {int(foreign.sum())} rows for queries or documents it was not '
+                      f'asked about (qid/docno e.g. {sample}); they are ignored', stacklevel=3)
+    scores = returned.reindex(asked).to_numpy()
+    unusable = ~np.isfinite(scores)
+    if unusable.any():
+        bad_returned = int((~np.isfinite(returned.to_numpy()) & ~foreign).sum())
+        qids = sorted({str(q) for q in frame.qid[unusable]})
+        warnings.warn(f'the {role} {model!r} gave no usable score for {int(unusable.sum())} of {len(scores)} rows '
+                      f'({bad_returned} NaN or infinite, {int(unusable.sum()) - bad_returned} missing; qids '
+                      f'{qids[:5]}); they are ranked last', stacklevel=3)
+    return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
 
 
 def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[List[str]]]:

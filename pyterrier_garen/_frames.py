@@ -19,6 +19,12 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
     Duplicate docnos of a query keep their first occurrence in that order, with a warning.
     """
     pt.validate.result_frame(inp, extra_columns=['query'], context=context)
+    for column in ('qid', 'docno', 'query'):
+        empty = inp[column].isna().to_numpy()
+        if empty.any():
+            where = '' if column == 'qid' else f' (qids {sorted({str(q) for q in inp.qid[empty]})[:5]})'
+            raise ValueError(f'{context!r}: {int(empty.sum())} first-stage rows have no {column} (None/NaN){where}; '
+                             f'every row needs its {column}')
     order = [c for c in ('rank', 'score') if c in inp.columns][:1]
     frame = inp.sort_values(order, ascending='rank' in order, kind='stable') if order else inp
     frame = frame.assign(docno=frame['docno'].astype(str))

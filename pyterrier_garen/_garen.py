@@ -14,7 +14,7 @@ import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
-from ._params import check_positive
+from ._params import check_groups, check_nonnegative, check_positive, check_probability
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
@@ -385,6 +385,9 @@ class GAREN(WindowSearch):
         self.trace = trace
         self.verbose = verbose
         check_window(window, keep, budget)
+        check_probability(p=p)
+        check_nonnegative(alpha=alpha)
+        check_groups(groups, 'GAREN', needs=('group_of', 'group_members', 'summary', 'neighbours'))
         for name in ('interleave', 'switch_members'):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:

@@ -16,7 +16,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._llm import Conversation, Engine, UsageStats, yes_no_each
-from ._params import Rebuildable
+from ._params import Rebuildable, check_groups, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
 from ._vectors import VectorComponent, unit
 
@@ -68,7 +68,17 @@ class CentroidNavigator(VectorComponent):
     def centroids(self) -> np.ndarray:
         """Unit-length centroid of every group (computed once, ``(num_groups, dim)``)."""
         if self._centroids is None:
-            docvecs = self._doc_vectors(self.groups.docnos_list())
+            check_groups(self.groups, 'CentroidNavigator', needs=('group_ids', 'num_groups', 'docnos_list'))
+            docnos = self.groups.docnos_list()
+            found = self._found_in_vectors(docnos)
+            if found == 0:
+                raise ValueError(f'{self!r}: none of the {len(docnos)} documents of the groups is in the vectors '
+                                 f'{self.vectors!r}; the vectors are of another corpus, encode this one '
+                                 '(encode_corpus) and pass that FlexIndex')
+            if found < len(docnos):
+                warnings.warn(f'{self!r}: {len(docnos) - found} of {len(docnos)} group documents have no stored '
+                              'vector (another corpus version?); their groups\' centroids leave them out', stacklevel=3)
+            docvecs = self._doc_vectors(docnos)
             sums = np.zeros((self.groups.num_groups, docvecs.shape[1]), dtype=np.float64)
             np.add.at(sums, np.asarray(self.groups.group_ids, dtype=np.int64), docvecs)
             self._centroids = unit(sums).astype(np.float32)
@@ -78,8 +88,10 @@ class CentroidNavigator(VectorComponent):
         pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        centroids = self.centroids()
+        gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self)
         qvecs = self._queries(list(inp['query']))
-        cvecs = self.centroids()[inp['docno'].astype(int).to_numpy()]
+        cvecs = centroids[gids]
         return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, cvecs))
 
 
@@ -104,7 +116,8 @@ class SummaryNavigator(VectorComponent):
         pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
-        gids = inp['docno'].astype(int).tolist()
+        check_groups(self.groups, 'SummaryNavigator', needs=('summary', 'num_groups'))
+        gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self).tolist()
         missing = sorted(set(gids) - set(self._summary_vecs))
         if missing:
             texts = [self.groups.summary(g) for g in missing]
@@ -219,11 +232,25 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             generations, errors = yes_no_each(self.engine, batch)
             self._record_each(generations)
             for k, (generation, error) in enumerate(zip(generations, errors, strict=True)):
+                probability = None if generation is None else _usable_probability(generation.probability)
                 if generation is None:
                     failed.append(f'qid {frame["qid"].iloc[start + k]!r}: {error}')
-                scores.append(0.0 if generation is None else float(generation.probability))
+                elif probability is None:
+                    failed.append(f'qid {frame["qid"].iloc[start + k]!r}: the engine gave probability '
+                                  f'{generation.probability!r}, not a number in [0, 1]')
+                scores.append(0.0 if probability is None else probability)
         if failed:
             self.failed += len(failed)
-            warnings.warn(f'{self!r}: {len(failed)} rows scored 0 because the engine request failed '
+            warnings.warn(f'{self!r}: {len(failed)} rows scored 0 because the engine request failed or its answer '
+                          'was unusable '
                           f'({"; ".join(failed[:3])}{"; ..." if len(failed) > 3 else ""})', stacklevel=2)
         return pt.model.add_ranks(frame.assign(score=np.asarray(scores, dtype=float)))
+
+
+def _usable_probability(value) -> Optional[float]:
+    """``value`` as a float in [0, 1], else ``None`` (None, NaN, out of range, not a number)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if 0.0 <= number <= 1.0 else None  # NaN fails both comparisons

@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 import inspect
+import math
 from enum import Enum
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ['check_positive', 'rebuild_repr', 'Rebuildable']
+__all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_groups', 'parse_group_ids',
+           'rebuild_repr', 'Rebuildable']
 
 
 def check_positive(**values: int) -> None:
@@ -15,6 +17,50 @@ def check_positive(**values: int) -> None:
     for name, value in values.items():
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise ValueError(f'{name} must be a positive integer, got {value!r}')
+
+
+def _real(value: Any) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def check_probability(**values: float) -> None:
+    """Raise ``ValueError`` for any parameter that is not a finite number strictly between 0 and 1."""
+    for name, value in values.items():
+        if not _real(value) or not math.isfinite(value) or not 0 < value < 1:
+            raise ValueError(f'{name} must be a number strictly between 0 and 1, got {value!r}')
+
+
+def check_nonnegative(**values: float) -> None:
+    """Raise ``ValueError`` for any parameter that is not a finite number >= 0 (NaN and infinity included)."""
+    for name, value in values.items():
+        if not _real(value) or not math.isfinite(value) or value < 0:
+            raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
+
+
+GROUP_API = ('group_of', 'group_members', 'num_groups')
+
+
+def check_groups(groups: Any, owner: str, *, needs: Sequence[str] = GROUP_API) -> None:
+    """Raise ``TypeError`` when ``groups`` is not a group graph (e.g. a plain corpus graph), naming the fix."""
+    missing = [name for name in needs if not hasattr(groups, name)]
+    if missing:
+        raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got {type(groups).__name__} without '
+                        f'{", ".join(missing)}; build one with GroupCorpusGraph.from_corpus_graph(graph, path)')
+
+
+def parse_group_ids(values: Sequence[Any], num_groups: int, owner: Any) -> np.ndarray:
+    """Group ids from a navigator frame's ``docno`` column; ``ValueError`` naming the first id that is not one."""
+    ids = np.empty(len(values), dtype=np.int64)
+    for i, value in enumerate(values):
+        try:
+            gid = int(str(value).strip())
+        except ValueError:
+            gid = -1
+        if not 0 <= gid < num_groups:
+            raise ValueError(f'{owner!r}: docno {value!r} is not a group id of this artifact (ids run from 0 to '
+                             f'{num_groups - 1}); a navigator scores group ids, as GAREN sends them')
+        ids[i] = gid
+    return ids
 
 
 def _value_repr(value: Any) -> str:

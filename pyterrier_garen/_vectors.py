@@ -73,6 +73,12 @@ class VectorComponent(Rebuildable, pt.Transformer):
         out[ok] = unit(np.asarray(dvecs[ids[ok]], dtype=np.float32))
         return out
 
+    def _found_in_vectors(self, docnos) -> int:
+        """How many of ``docnos`` have a stored vector."""
+        from ._graphs import lookup_ids
+        lookup, _, _ = self.vectors.payload()
+        return int((lookup_ids(lookup, docnos) >= 0).sum())
+
     @staticmethod
     def with_scores(inp: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
         out = inp.assign(score=scores.astype(np.float64))

@@ -1,0 +1,185 @@
+"""Online input: bad parameters, first-stage frames, scores of rerankers/navigators, group ids and vectors of another
+corpus give an error or a counted, named warning (issue 9, "Online")."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pyterrier_garen import GAREN, CentroidNavigator, GroupCorpusGraph, SlidingWindowReranker, YesNoScorer
+from pyterrier_garen._llm import Engine, Generation
+
+from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+
+DOCS = [f'd{i}' for i in range(12)]
+GRAPH = ToyGroupGraph({d: [DOCS[(i + 1) % 12], DOCS[(i + 2) % 12]] for i, d in enumerate(DOCS)},
+                      {d: i // 3 for i, d in enumerate(DOCS)})
+
+
+def _garen(reranker=None, navigator=None, **kwargs):
+    return GAREN(reranker or DictScorer({d: 12 - i for i, d in enumerate(DOCS)}), GRAPH,
+                 navigator or DictScorer({}), **{'window': 4, 'keep': 2, 'budget': 8, **kwargs})
+
+
+@pytest.mark.parametrize(('kwargs', 'words'), [
+    ({'p': 0.0}, 'p must be a number strictly between 0 and 1, got 0.0'),
+    ({'p': 1.5}, 'p must be a number strictly between 0 and 1, got 1.5'),
+    ({'p': float('nan')}, 'p must be a number strictly between 0 and 1, got nan'),
+    ({'p': True}, 'p must be a number strictly between 0 and 1, got True'),
+    ({'alpha': float('nan')}, 'alpha must be a finite number >= 0, got nan'),
+    ({'alpha': -0.1}, 'alpha must be a finite number >= 0, got -0.1'),
+    ({'alpha': math.inf}, 'alpha must be a finite number >= 0, got inf'),
+])
+def test_bad_parameters(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        _garen(**kwargs)
+
+
+def test_plain_corpus_graph_where_groups_are_needed():
+    class PlainGraph:
+        def neighbours(self, docno):
+            return []
+    with pytest.raises(TypeError, match='GAREN needs a group graph .a GroupCorpusGraph., got PlainGraph without '
+                                        'group_of, group_members, summary; build one with GroupCorpusGraph'):
+        GAREN(DictScorer({}), PlainGraph(), DictScorer({}))
+
+
+@pytest.mark.parametrize(('column', 'value', 'words'), [
+    ('qid', None, '1 first-stage rows have no qid'),
+    ('qid', np.nan, '1 first-stage rows have no qid'),
+    ('query', None, r"1 first-stage rows have no query \(None/NaN\) \(qids \['q1'\]\)"),
+    ('docno', None, '1 first-stage rows have no docno'),
+])
+def test_first_stage_rows_without_ids(column, value, words):
+    inp = first_stage(DOCS).astype({column: object})
+    inp.loc[3, column] = value
+    with pytest.raises(ValueError, match=words):
+        _garen()(inp)
+
+
+def test_integer_qids_answered_as_strings_are_kept():
+    class StrQids(DictScorer):
+        def transform(self, inp):
+            return super().transform(inp).assign(qid=inp['qid'].astype(str))
+    inp = first_stage(DOCS).assign(qid=7)
+    ranked = SlidingWindowReranker(StrQids({'d11': 99.}), window=4, stride=2, budget=12)(inp)
+    assert ranked.docno.iloc[0] == 'd11'
+
+
+@pytest.mark.parametrize(('scores', 'error', 'words'), [
+    (['high'] * 12, ValueError, "returned 12 scores that are not numbers .e.g. 'high'."),
+])
+def test_non_numeric_scores_are_an_error(scores, error, words):
+    class Bad(DictScorer):
+        def transform(self, inp):
+            return inp.assign(score=scores[:len(inp)])
+    with pytest.raises(error, match=words):
+        SlidingWindowReranker(Bad({}), window=12, stride=6, budget=12)(first_stage(DOCS))
+
+
+def test_nan_and_infinite_scores_are_counted_and_ranked_last():
+    class Nan(DictScorer):
+        def transform(self, inp):
+            values = np.linspace(1, 2, len(inp))
+            values[0], values[1] = np.nan, np.inf
+            return inp.assign(score=values)
+    with pytest.warns(UserWarning, match=r'gave no usable score for 2 of 12 rows \(2 NaN or infinite, 0 missing'):
+        ranked = SlidingWindowReranker(Nan({}), window=12, stride=6, budget=12)(first_stage(DOCS))
+    assert set(ranked.docno.iloc[-2:]) == {'d0', 'd1'}
+
+
+def test_answers_for_other_queries_are_named():
+    class Other(DictScorer):
+        def transform(self, inp):
+            return super().transform(inp).assign(qid='someone-else')
+    with pytest.warns(UserWarning, match=r'returned 12 rows for queries or documents it was not asked about'):
+        SlidingWindowReranker(Other({}), window=12, stride=6, budget=12)(first_stage(DOCS))
+
+
+def _groups(tmp_path):
+    docnos = [f'd{i:02d}' for i in range(20)]
+    edges = np.stack([[(i + 1) % 20, (i + 2) % 20] for i in range(20)])
+    return GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, np.ones(edges.shape), labels=np.arange(20) // 5)
+
+
+class FakeEncoder:
+    def encode_queries(self, texts):
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+    def encode_docs(self, texts):
+        return np.ones((len(texts), 4), dtype=np.float32)
+
+
+class FakeVectors:
+    """The part of a FlexIndex the navigators read: ``payload()`` -> (lookup, vectors, meta)."""
+
+    def __init__(self, path, docnos):
+        from npids import Lookup
+
+        from pyterrier_garen._graphs import write_docnos
+        write_docnos(docnos, path)
+        self.lookup, self.vecs = Lookup(str(path)), np.random.default_rng(0).random((len(docnos), 4), np.float32)
+
+    def payload(self, **kwargs):
+        return self.lookup, self.vecs, {}
+
+    def __repr__(self):
+        return 'FakeVectors()'
+
+
+def _nav_frame(gids):
+    return pd.DataFrame({'qid': ['q'] * len(gids), 'query': ['x'] * len(gids), 'docno': gids})
+
+
+def test_vectors_of_another_corpus(tmp_path):
+    groups = _groups(tmp_path)
+    other = FakeVectors(tmp_path / 'other.npids', [f'x{i:02d}' for i in range(20)])
+    with pytest.raises(ValueError, match='none of the 20 documents of the groups is in the vectors'):
+        CentroidNavigator(groups, other, FakeEncoder())(_nav_frame(['0', '1']))
+    partial = FakeVectors(tmp_path / 'part.npids', [f'd{i:02d}' for i in range(10)])
+    with pytest.warns(UserWarning, match='10 of 20 group documents have no stored vector'):
+        CentroidNavigator(groups, partial, FakeEncoder())(_nav_frame(['0']))
+
+
+@pytest.mark.parametrize('gid', ['4', '-1', 'g7', '1.5'])
+def test_group_id_not_in_artifact(tmp_path, gid):
+    groups = _groups(tmp_path)
+    vectors = FakeVectors(tmp_path / 'v.npids', groups.docnos_list())
+    with pytest.raises(ValueError, match=rf"docno '{gid}' is not a group id of this artifact \(ids run from 0 to 3\)"):
+        CentroidNavigator(groups, vectors, FakeEncoder())(_nav_frame(['0', gid]))
+
+
+def test_docno_not_in_artifact_has_no_group(tmp_path):
+    groups = _groups(tmp_path)
+    assert groups.group_of('nope') == -1
+    assert list(groups.neighbours('nope')) == []
+    with pytest.raises(IndexError, match='group 9 does not exist; group ids run from 0 to 3'):
+        groups.group_members(9)
+
+
+class OddEngine(Engine):
+    """A custom engine whose yes/no probabilities are unusable."""
+    model = 'odd'
+
+    def __init__(self, values):
+        self.values = values
+
+    @property
+    def context_length(self):
+        return 4096
+
+    def generate(self, conversations, *, max_tokens, stop=None):
+        return [Generation(text='') for _ in conversations]
+
+    def yes_no(self, conversations, *, yes='yes', no='no'):
+        return [Generation(text='', probability=v) for v, _ in zip(self.values, conversations)]
+
+
+def test_unusable_yes_no_probabilities_are_counted():
+    scorer = YesNoScorer(OddEngine([None, float('nan'), 1.5, -0.1, 0.7]))
+    frame = pd.DataFrame({'qid': ['q'] * 5, 'query': ['x'] * 5, 'docno': list('abcde'), 'text': ['t'] * 5})
+    with pytest.warns(UserWarning, match=r'4 rows scored 0 because the engine request failed or its answer was '
+                                         r"unusable .*the engine gave probability None, not a number in \[0, 1\]"):
+        out = scorer(frame)
+    assert list(out.sort_values('docno').score) == [0.0, 0.0, 0.0, 0.0, 0.7]
+    assert scorer.failed == 4
