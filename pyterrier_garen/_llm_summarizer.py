@@ -3,17 +3,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._llm import Conversation, Engine, UsageStats, generate_each
-from ._prompts import PromptTemplate, clean_text
+from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
 from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
 
 __all__ = ['LLMSummarizer', 'extract_json', 'parse_summary']
 
-_THINK_BLOCK = re.compile(r'<think>.*?</think>', re.S | re.I)
-_FENCE = re.compile(r'```(?:json|JSON)?\s*(.*?)```', re.S)
 _MAX_STARTS = 64  # candidate '{' positions tried before giving up
 
 
@@ -34,13 +31,12 @@ def extract_json(text: Any) -> Dict[str, Any]:
         ValueError: no JSON object could be decoded.
     """
     try:
-        text = text if isinstance(text, str) else str(text)
-        text = _THINK_BLOCK.sub(' ', text)
+        text = drop_think_blocks(cap_reply(text))  # linear time on any reply (see _prompts)
         lower = text.lower()
         if '</think>' in lower:
             text = text[lower.rfind('</think>') + len('</think>'):]
         decoder = json.JSONDecoder()
-        candidates = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)]
+        candidates = [text.strip()] + fenced_blocks(text)
         for candidate in candidates:
             try:
                 value = json.loads(candidate)

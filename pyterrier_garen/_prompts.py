@@ -9,7 +9,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
-__all__ = ['PromptTemplate', 'clean_text', 'PROMPT_DIR', 'THINK_PREFILL']
+__all__ = ['PromptTemplate', 'clean_text', 'PROMPT_DIR', 'THINK_PREFILL', 'MAX_REPLY_CHARS', 'cap_reply',
+           'drop_think_blocks', 'fenced_blocks']
 
 Conversation = List[Dict[str, str]]
 #: Assistant prefill of an empty reasoning block (Qwen3's non-thinking answer start).
@@ -61,3 +62,45 @@ def clean_text(text: Any) -> str:
     if text is None or (isinstance(text, float) and np.isnan(text)):
         return ''
     return ' '.join(str(text).split())
+
+
+#: Model replies are read from their last this-many characters (answers come last, after any reasoning); together
+#: with the linear-time helpers below this bounds the time spent on any reply, however long or malformed.
+MAX_REPLY_CHARS = 100_000
+
+
+def cap_reply(text: Any) -> str:
+    """A reply as a string of at most :data:`MAX_REPLY_CHARS` characters (its tail)."""
+    text = text if isinstance(text, str) else str(text)
+    return text[-MAX_REPLY_CHARS:]
+
+
+def drop_think_blocks(text: str) -> str:
+    """``text`` with every closed ``<think>...</think>`` block (case-insensitive) replaced by a space.
+
+    The same result as ``re.sub(r'<think>.*?</think>', ' ', text, flags=re.S | re.I)``, in linear time (the regular
+    expression is quadratic on many unclosed ``<think>`` tags).
+    """
+    lower = text.lower()
+    parts, pos = [], 0
+    while True:
+        start = lower.find('<think>', pos)
+        end = lower.find('</think>', start + len('<think>')) if start >= 0 else -1
+        if end < 0:
+            parts.append(text[pos:])
+            return ''.join(parts)
+        parts.extend((text[pos:start], ' '))
+        pos = end + len('</think>')
+
+
+def fenced_blocks(text: str) -> List[str]:
+    """Contents of the closed ```` ``` ```` code fences of ``text`` (a leading ``json`` tag and whitespace dropped),
+    in linear time."""
+    pieces = text.split('```')
+    blocks = []
+    for inner in pieces[1:-1:2]:  # odd pieces that have a closing fence after them
+        inner = inner.lstrip()
+        if inner[:4] in ('json', 'JSON'):
+            inner = inner[4:]
+        blocks.append(inner.strip())
+    return blocks

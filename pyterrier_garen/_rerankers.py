@@ -17,7 +17,7 @@ import pyterrier as pt
 from ._driver import window_starts
 from ._llm import Conversation, Engine, UsageStats, generate_each
 from ._params import Rebuildable
-from ._prompts import PromptTemplate, clean_text
+from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
 from ._vectors import VectorComponent
 
 __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
@@ -25,17 +25,20 @@ __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
 # ---------------------------------------------------------------------------------------------------------------------
 # parsing listwise answers
 
-_THINK_BLOCK = re.compile(r'<think>.*?</think>', re.S | re.I)
 _ID = re.compile(r'\[\s*(\d{1,9})\s*\]')
 _CHAIN = re.compile(r'\[\s*\d{1,9}\s*\](?:\s*(?:>|&gt;)\s*\[\s*\d{1,9}\s*\])+')
-_RANKING_MARK = re.compile(r'\[?\s*document\s+ranking\s*\]?\s*:?', re.I)
+_RANKING_MARK = re.compile(r'document\s+ranking\s*\]?\s*:?', re.I)  # no leading \s*: linear
 _ANSWER_OPEN = re.compile(r'<answer>', re.I)
 _ANSWER_CLOSE = re.compile(r'</answer>', re.I)
 
 
 def _answer_text(text: str) -> str:
-    """The part of a reply that holds the ranking: reasoning blocks, traces and tags removed."""
-    text = _THINK_BLOCK.sub(' ', text)
+    """The part of a reply that holds the ranking: reasoning blocks, traces and tags removed.
+
+    Linear time on any reply: the tail of at most ``MAX_REPLY_CHARS`` is read, whitespace runs are collapsed first
+    (so no ``\\s*`` can scan far) and think blocks are removed by a string scan.
+    """
+    text = drop_think_blocks(' '.join(cap_reply(text).split()))
     lower = text.lower()
     if '</think>' in lower:  # the opening tag was part of the prompt
         text = text[lower.rfind('</think>') + len('</think>'):]
