@@ -25,6 +25,7 @@ def cran_first_stage(cran_prepared, cranfield):
     return cran_prepared.bm25_index.bm25(num_results=1000)(cranfield.get_topics().head(40))
 
 
+@pytest.mark.slow
 def test_scifact_bm25_groups(scifact, work_dir):
     index = bm25_index(scifact, work_dir / 'scifact' / 'bm25.pisa')
     graph = bm25_corpus_graph(scifact, work_dir / 'scifact' / 'bm25.k16.graph', index=index)
