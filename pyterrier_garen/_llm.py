@@ -205,9 +205,21 @@ class Engine:
     chars_per_token: float = 4.0
     #: yes/no answers whose P(yes) had to be estimated because a log-probability was missing (see the engines)
     inexact_yes_no: int = 0
+    #: yes/no answers with no usable log-probability of either token: their P(yes) is 0.5, i.e. no information
+    unscored_yes_no: int = 0
 
     def close(self) -> None:
         """Release the model (processes, memory); the engine cannot be used afterwards."""
+
+    def _note_unscored(self, count: int) -> None:
+        if count <= 0:
+            return
+        first = self.unscored_yes_no == 0
+        self.unscored_yes_no += count
+        if first:
+            warnings.warn(f'{self!r}: {count} yes/no answers came without usable log-probabilities for either token; '
+                          'they score P(yes) = 0.5, which carries no preference (does the server return logprobs? '
+                          'counted in engine.unscored_yes_no; warned once)', stacklevel=3)
 
     def _note_inexact(self, count: int, why: str) -> None:
         if count <= 0:
@@ -555,6 +567,7 @@ class OpenAIEngine(Engine):
         self._extensions = vllm_extensions is not False
         self.extension_fallbacks = 0
         self.inexact_yes_no = 0
+        self.unscored_yes_no = 0
         self._answer_ids: Dict[str, Optional[int]] = {}
 
     def _client(self, url: str):
@@ -801,7 +814,7 @@ class OpenAIEngine(Engine):
         by_id = None not in ids
         extra = {'allowed_token_ids': list(ids), 'logprob_token_ids': list(ids),
                  'return_tokens_as_token_ids': True} if by_id else {}
-        inexact = [0]
+        inexact, unscored = [0], [0]
 
         def pick(candidates: Dict[str, float], exact: bool) -> Generation:
             yes_lp = no_lp = None
@@ -816,7 +829,10 @@ class OpenAIEngine(Engine):
                     yes_lp = logprob
                 elif word == no.lower() and (no_lp is None or logprob > no_lp):
                     no_lp = logprob
-            if yes_lp is None or no_lp is None:
+            if yes_lp is None and no_lp is None:
+                with self._lock:
+                    unscored[0] += 1
+            elif yes_lp is None or no_lp is None:
                 with self._lock:
                     inexact[0] += 1
             floor = min(candidates.values()) if candidates else 0.0
@@ -846,6 +862,7 @@ class OpenAIEngine(Engine):
         why = ('the server does not take vLLM\'s logprob_token_ids' if not self._extensions else
                'the answer ids are unknown: pass tokenizer=' if not by_id else 'the server left one out')
         self._note_inexact(inexact[0], why)
+        self._note_unscored(unscored[0])
         return result
 
 

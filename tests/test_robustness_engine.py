@@ -75,3 +75,17 @@ def test_a_refused_request_is_not_retried_and_names_the_server():
         with pytest.raises(RuntimeError, match=rf'request to {server.url} was refused \(NotFoundError'):
             _engine(server, max_retries=3).generate([CONV], max_tokens=4)
         assert len(server.requests) == 1
+
+
+def test_yes_no_without_logprobs_is_counted_and_warned_once():
+    with ScriptedServer([('ok', completion('yes', logprobs=None))]) as server:
+        engine = _engine(server, max_retries=0, vllm_extensions=False)
+        with pytest.warns(UserWarning, match=r'2 yes/no answers came without usable log-probabilities for either '
+                                             r'token; they score P\(yes\) = 0.5, which carries no preference'):
+            first = engine.yes_no([CONV, CONV])
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter('error')
+            engine.yes_no([CONV])  # counted again, not warned again
+    assert [g.probability for g in first] == [0.5, 0.5]
+    assert engine.unscored_yes_no == 3
