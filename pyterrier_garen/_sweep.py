@@ -20,9 +20,9 @@ import pyterrier as pt
 __all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'GROUP_SYSTEMS', 'strength_sweep', 'partition_groups', 'sweep_summary',
            'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file']
 
-#: Systems of a sweep (those of ``build_systems`` that a reranker changes; GAREN+ is added when available).
+#: Systems of a sweep (those of ``build_systems`` that a reranker changes).
 SWEEP_SYSTEMS = ('Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
-                 'GAREN-vote')
+                 'GAREN-vote', 'GAREN+')
 #: Columns of the sweep table, one row per system x reranker x noise seed x partition seed.
 SWEEP_COLUMNS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'nDCG@10', 'R@100']
 MEASURES = ('nDCG@10', 'R@100')

@@ -130,3 +130,18 @@ def test_sweep_on_cranfield_subset(cranfield, work_dir, tmp_path):
     sim = table[table.reranker == 'simulated'].set_index('system')
     # a reranker that reads the qrels (sigma 0.5) beats MiniLM on the same first stage by a wide margin
     assert sim.loc['Rerank', 'nDCG@10'] > minilm.loc['Rerank', 'nDCG@10'] + 0.05
+
+
+def test_garen_plus_is_the_frozen_configuration(small):
+    from pyterrier_garen import GAREN, VoteNavigator, build_systems
+    from pyterrier_garen._compare import GAREN_PLUS
+    _, prepared = small
+    reranker = SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=0.5)
+    pipeline = build_systems(prepared, reranker, VoteNavigator(), systems=['GAREN+'])['GAREN+']
+    last = pipeline[-1]
+    assert isinstance(last, GAREN)
+    assert GAREN_PLUS  # at least one option beyond the paper is on
+    for name, value in GAREN_PLUS.items():
+        assert getattr(last, name) == value
+    assert repr(last) != repr(GAREN(reranker, prepared.groups, VoteNavigator()))
+    assert 'GAREN+' in analysis.SWEEP_SYSTEMS
