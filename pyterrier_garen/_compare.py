@@ -17,7 +17,7 @@ SYSTEMS = ['BM25', 'Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore',
            'GAREN-vote', 'GAREN-doc', 'GAREN+']
 #: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
 #: collections with the strength sweep; every variant tried is in docs/results.md).
-GAREN_PLUS = {'evidence_weight': 0.5}
+GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1}
 NAVIGATORS = ('centroid', 'summary', 'vote')
 _NAVIGATOR_TEXT = {'centroid': 'query vs. group centroid (CentroidNavigator)',
                    'summary': "query vs. the summary's vector (SummaryNavigator)",
