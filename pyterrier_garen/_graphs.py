@@ -270,6 +270,9 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     its progress bar while the graph is built.
     """
     import shutil
+
+    from ._params import check_positive
+    check_positive(k=k)
     docnos = Path(index.index_path) / 'docnos.npids'
     if docnos.is_file() and not docnos.is_symlink() and repair_docnos(docnos):
         index = type(index)(str(index.index_path))
@@ -338,6 +341,9 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
         k: neighbours per document.
     """
     from pyterrier_adaptive import CorpusGraph
+
+    from ._params import check_positive
+    check_positive(k=k, batch_size=batch_size)
     path = Path(path)
     if (path / 'pt_meta.json').exists():
         graph = load_corpus_graph(path)

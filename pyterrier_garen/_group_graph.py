@@ -364,6 +364,8 @@ class GroupCorpusGraph(CorpusGraph):
         Returns:
             ``self``, with the summaries available.
         """
+        from ._params import check_positive
+        check_positive(batch_size=batch_size)
         from ._ray import as_recipe, ray_options, summarize_batches
         ray = ray_options(ray)
         if ray:

@@ -1,6 +1,8 @@
 """Graph -> groups: Leiden (modularity) with recursive re-partitioning of large groups (paper §4.1, App. A)."""
 from __future__ import annotations
 
+import math
+
 import random
 import time
 from dataclasses import dataclass, field
@@ -165,8 +167,14 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
         backend: ``'igraph'`` (``community_leiden``, fast) or ``'leidenalg'`` (the reference implementation).
         verbose: show a progress bar over re-partitioned groups.
     """
-    if max_group_size < 2:
-        raise ValueError(f'max_group_size must be at least 2, got {max_group_size}')
+    if isinstance(max_group_size, bool) or not isinstance(max_group_size, (int, np.integer)) or max_group_size < 2:
+        raise ValueError(f'max_group_size must be an integer of at least 2, got {max_group_size!r}')
+    for name, value in (('resolution', resolution), ('randomness', randomness)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not math.isfinite(value) or value <= 0:
+            raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise ValueError(f'seed must be an integer, got {seed!r}')
     if backend not in ('igraph', 'leidenalg'):
         raise ValueError(f'unknown Leiden backend {backend!r}; use "igraph" (fast default) or "leidenalg" (reference)')
     num_nodes = int(np.asarray(edges).shape[0])

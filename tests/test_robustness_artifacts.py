@@ -217,3 +217,22 @@ def test_show_validate_from_the_command_line(built, capsys):
     assert err.startswith('error: ')
     assert 'failed validation' in err
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(('kwargs', 'words'), [
+    ({'resolution': float('nan')}, 'resolution must be a finite number > 0, got nan'),
+    ({'resolution': 0}, 'resolution must be a finite number > 0, got 0'),
+    ({'randomness': -1.0}, 'randomness must be a finite number > 0, got -1.0'),
+    ({'max_group_size': 1}, 'max_group_size must be an integer of at least 2, got 1'),
+    ({'seed': 1.5}, 'seed must be an integer, got 1.5'),
+])
+def test_bad_partition_parameters_build_nothing(tmp_path, kwargs, words):
+    docnos, edges, weights, _ = _arrays()
+    with pytest.raises(ValueError, match=words):
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights, **kwargs)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_summarize_batch_size(built):
+    with pytest.raises(ValueError, match='batch_size must be a positive integer, got 0'):
+        built.summarize(ExtractiveSummarizer(), _corpus(), batch_size=0)
