@@ -242,8 +242,13 @@ class GroupCorpusGraph(CorpusGraph):
         return did
 
     def doc_ids(self, docnos: Sequence[str]) -> np.ndarray:
-        """Internal ids of several docnos (-1 for those not in the graph)."""
-        return np.asarray([self.doc_id(d) for d in docnos], dtype=np.int64)
+        """Internal ids of several docnos (-1 for those not in the graph); one lookup call for all new ones."""
+        docnos = [str(d) for d in docnos]
+        cache = self._id_cache
+        new = [d for d in dict.fromkeys(docnos) if d not in cache]
+        if new:
+            cache.update(zip(new, lookup_ids(self._docnos, new).tolist()))
+        return np.fromiter((cache[d] for d in docnos), dtype=np.int64, count=len(docnos))
 
     def neighbours(self, docid: Union[int, str], weights: bool = False):
         """The k nearest neighbours of a document (pyterrier-adaptive's interface).
@@ -268,11 +273,7 @@ class GroupCorpusGraph(CorpusGraph):
     def group_of(self, docno: str) -> int:
         """Group id of a docno, -1 when the docno is not in the graph."""
         did = self.doc_id(docno)
-        return self._group_list[did] if did >= 0 else -1
-
-    @cached_property
-    def _group_list(self) -> List[int]:
-        return self.group_ids.tolist()
+        return int(self.group_ids[did]) if did >= 0 else -1
 
     def groups_of(self, docnos: Sequence[str]) -> np.ndarray:
         """Group ids of several docnos (-1 for those not in the graph)."""

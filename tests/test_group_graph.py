@@ -248,6 +248,18 @@ def test_from_arrays_with_given_labels(tmp_path):
     assert groups.summary(0) == ''
 
 
+
+def test_batched_lookups_equal_single_ones(tmp_path):
+    docnos = [f'd{i}' for i in range(50)]
+    edges = (np.arange(50)[:, None] + np.arange(1, 3)[None, :]) % 50
+    groups = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, np.ones(edges.shape),
+                                          labels=np.arange(50) % 7)
+    asked = ['d3', 'nope', 'd3', 'd49', 'd0', 'd10', 'nope']
+    fresh = GroupCorpusGraph(tmp_path / 'g')  # batched first, on an empty memo
+    assert fresh.groups_of(asked).tolist() == [groups.group_of(d) for d in asked] == [3, -1, 3, 0, 0, 3, -1]
+    assert fresh.doc_ids(asked).tolist() == [groups.doc_id(d) for d in asked]
+    assert fresh.groups_of([]).tolist() == []
+
 def test_integer_docnos_with_gaps_round_trip(tmp_path):
     # the npids trap from DESIGN.md: integer docnos in two runs with a gap
     docnos = [str(i) for i in range(1, 375)] + [str(i) for i in range(377, 426)]
