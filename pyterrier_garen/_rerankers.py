@@ -128,20 +128,34 @@ class VectorScorer(VectorComponent):
     """Pointwise reranker: ``score = cos(query vector, stored document vector)``.
 
     Required input columns: ``qid, query, docno``. Output: the input rows with ``score`` and ``rank``.
-    Documents missing from the vector index score 0.
+    Documents missing from the vector index score 0 (counted in :attr:`missing_vectors`, warned once); a call in
+    which none of ten or more documents has a vector is an error (vectors of another corpus).
 
     Args:
         vectors: a ``pyterrier_dr.FlexIndex`` holding the corpus vectors (see :func:`encode_corpus`).
         encoder: the query encoder (``encode_queries``); defaults to the packaged MiniLM.
     """
-
+    #: documents scored 0 because the vectors do not hold them (over every call)
+    missing_vectors: int = 0
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
+        docnos = [str(d) for d in inp['docno']]
+        found = self._found_in_vectors(docnos)
+        if found == 0 and len(docnos) >= 10:
+            raise ValueError(f'{self!r}: none of the {len(docnos)} documents to score is in the vectors '
+                             f'{self.vectors!r} (e.g. {docnos[:3]}); the vectors are of another corpus than the '
+                             'first stage, encode this corpus (encode_corpus) and pass that FlexIndex')
+        if found < len(docnos):
+            first = self.missing_vectors == 0
+            self.missing_vectors += len(docnos) - found
+            if first:
+                warnings.warn(f'{self!r}: {len(docnos) - found} of {len(docnos)} documents have no stored vector and '
+                              'score 0 (counted in missing_vectors; warned once)', stacklevel=2)
         qvecs = self._queries(list(inp['query']))
-        dvecs = self._doc_vectors(list(inp['docno']))
+        dvecs = self._doc_vectors(docnos)
         return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, dvecs))
 
 

@@ -183,3 +183,18 @@ def test_unusable_yes_no_probabilities_are_counted():
         out = scorer(frame)
     assert list(out.sort_values('docno').score) == [0.0, 0.0, 0.0, 0.0, 0.7]
     assert scorer.failed == 4
+
+
+def test_reranker_vectors_of_another_corpus(tmp_path):
+    from pyterrier_garen import VectorScorer
+    other = FakeVectors(tmp_path / 'o.npids', [f'x{i:02d}' for i in range(20)])
+    frame = pd.DataFrame({'qid': ['q'] * 12, 'query': ['x'] * 12, 'docno': [f'd{i:02d}' for i in range(12)]})
+    with pytest.raises(ValueError, match='none of the 12 documents to score is in the vectors'):
+        VectorScorer(other, FakeEncoder())(frame)
+    some = FakeVectors(tmp_path / 's.npids', [f'd{i:02d}' for i in range(6)])
+    scorer = VectorScorer(some, FakeEncoder())
+    with pytest.warns(UserWarning, match='6 of 12 documents have no stored vector and score 0'):
+        out = scorer(frame)
+    scorer(frame)
+    assert scorer.missing_vectors == 12
+    assert (out.set_index('docno').loc[[f'd{i:02d}' for i in range(6, 12)], 'score'] == 0).all()
