@@ -7,7 +7,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional, Union
+from typing import Any, Optional, Union
 
 __all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint']
 
@@ -156,16 +156,12 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     if not _matches_collection(knn._docnos, docnos):
         raise FileExistsError(f'the corpus graph {getattr(knn, "path", knn)} is of other documents than {dataset!r}; '
                               'delete it or pass another workdir')
-    groups_path = workdir / f'{graph}.k{k}.s{max_group_size}.seed{seed}.groups'
+    # one groups folder per summariser: summaries made by another (possibly costly LLM) run are never replaced
+    summarized = hashlib.sha256(json.dumps(summarizer.config(), sort_keys=True, default=str).encode()).hexdigest()[:8]
+    groups_path = workdir / f'{graph}.k{k}.s{max_group_size}.seed{seed}.sum-{summarized}.groups'
     _fresh(groups_path, owned)
     groups = GroupCorpusGraph.from_corpus_graph(knn, groups_path,
                                                 max_group_size=max_group_size, seed=seed, verbose=verbose)
-    _summarize(groups, summarizer, dataset, verbose)
+    groups.summarize(summarizer, dataset, batch_size=64, verbose=verbose)
     return Prepared(dataset, workdir, pisa, flex, knn, groups)
 
-
-def _summarize(groups, summarizer, dataset, verbose: bool) -> None:
-    """Summaries of prepare's own groups: made by another summariser they are replaced (prepare owns them)."""
-    stored: Dict[str, Any] = (groups.meta.get('summaries') or {})
-    overwrite = bool(stored) and stored.get('summarizer') != summarizer.config()
-    groups.summarize(summarizer, dataset, batch_size=64, overwrite=overwrite, verbose=verbose)
