@@ -271,9 +271,20 @@ class GroupCorpusGraph(CorpusGraph):
 
     # -- groups -------------------------------------------------------------------------------------------------
     def group_of(self, docno: str) -> int:
-        """Group id of a docno, -1 when the docno is not in the graph."""
-        did = self.doc_id(docno)
-        return int(self.group_ids[did]) if did >= 0 else -1
+        """Group id of a docno, -1 when the docno is not in the graph (memoised for the docnos asked about)."""
+        gid = self._group_cache.get(docno)
+        if gid is None:
+            did = self.doc_id(docno)
+            gid = self._group_cache[docno] = int(self.group_ids[did]) if did >= 0 else -1
+        return gid
+
+    @cached_property
+    def _group_cache(self) -> Dict[str, int]:
+        return {}
+
+    @cached_property
+    def _member_cache(self) -> Dict[int, List[str]]:
+        return {}
 
     def groups_of(self, docnos: Sequence[str]) -> np.ndarray:
         """Group ids of several docnos (-1 for those not in the graph)."""
@@ -290,8 +301,12 @@ class GroupCorpusGraph(CorpusGraph):
         return np.asarray(self._group_members[start:end], dtype=np.int64)
 
     def group_members(self, group_id: int) -> List[str]:
-        """Docnos of a group's members, in a fixed order (string order of docnos)."""
-        return [str(d) for d in self._docnos.fwd[self.group_member_ids(group_id)]]
+        """Docnos of a group's members, in a fixed order (string order of docnos); memoised per group asked about."""
+        members = self._member_cache.get(group_id)
+        if members is None:
+            members = [str(d) for d in self._docnos.fwd[self.group_member_ids(group_id)]]
+            self._member_cache[int(group_id)] = members
+        return list(members)
 
     @property
     def group_sizes(self) -> np.ndarray:
