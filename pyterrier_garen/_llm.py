@@ -538,6 +538,12 @@ class OpenAIEngine(Engine):
             raise ValueError('OpenAIEngine needs at least one base_url, e.g. "http://localhost:8000/v1"')
         if max_concurrency < 1:
             raise ValueError(f'max_concurrency must be at least 1; got {max_concurrency}')
+        for name, value, zero_ok in (('timeout', timeout, False), ('retry_backoff', retry_backoff, True)):
+            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            if not number or value < 0 or (value == 0 and not zero_ok):
+                raise ValueError(f'{name} must be a finite number {">= 0" if zero_ok else "> 0"}, got {value!r}')
+        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+            raise ValueError(f'max_retries must be an integer >= 0, got {max_retries!r}')
         self.base_url = base_url
         self.model = model
         self.api_key = None if api_key is None else resolve_api_key(api_key)  # as given: None reads the env

@@ -89,3 +89,16 @@ def test_yes_no_without_logprobs_is_counted_and_warned_once():
             engine.yes_no([CONV])  # counted again, not warned again
     assert [g.probability for g in first] == [0.5, 0.5]
     assert engine.unscored_yes_no == 3
+
+
+@pytest.mark.parametrize(('kwargs', 'words'), [
+    ({'timeout': 0}, 'timeout must be a finite number > 0, got 0'),
+    ({'timeout': float('nan')}, 'timeout must be a finite number > 0, got nan'),
+    ({'retry_backoff': -1}, 'retry_backoff must be a finite number >= 0, got -1'),
+    ({'max_retries': -1}, 'max_retries must be an integer >= 0, got -1'),
+    ({'max_retries': 1.5}, 'max_retries must be an integer >= 0, got 1.5'),
+])
+def test_bad_engine_options(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        OpenAIEngine('http://127.0.0.1:9/v1', 'm', **kwargs)
+    OpenAIEngine('http://127.0.0.1:9/v1', 'm', retry_backoff=0)  # no backoff is allowed
