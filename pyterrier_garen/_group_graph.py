@@ -262,6 +262,10 @@ class GroupCorpusGraph(CorpusGraph):
             if docid < 0:
                 empty = np.array([], dtype=object)
                 return (empty, np.array([], dtype=np.float16)) if weights else empty
+        elif isinstance(docid, (bool, np.bool_)) or not isinstance(docid, (int, np.integer)) \
+                or not 0 <= docid < self.doc_count:
+            raise IndexError(f'document id {docid!r} is not in {self!r}: internal ids run from 0 to '
+                             f'{self.doc_count - 1} (pass a docno string to look a document up by docno)')
         neigh = self.edges_data[docid]
         if as_str:
             neigh = self._docnos.fwd[neigh]

@@ -198,3 +198,9 @@ def test_reranker_vectors_of_another_corpus(tmp_path):
     scorer(frame)
     assert scorer.missing_vectors == 12
     assert (out.set_index('docno').loc[[f'd{i:02d}' for i in range(6, 12)], 'score'] == 0).all()
+
+
+@pytest.mark.parametrize('docid', [20, -1, 2.0])
+def test_internal_id_out_of_range(tmp_path, docid):
+    with pytest.raises(IndexError, match=rf'document id {docid!r} is not in .*internal ids run from 0 to 19'):
+        _groups(tmp_path).neighbours(docid)
