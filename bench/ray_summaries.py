@@ -60,7 +60,7 @@ def engine_spec(args, folder):
     if args.engine == 'transformers':
         model = args.model
         if model is None:
-            from pyterrier_garen._tiny_model import build_tiny_model
+            from pyterrier_garen import build_tiny_model
             model = str(build_tiny_model(os.path.join(folder, 'tiny')))
         return EngineSpec('transformers', model=model, device=args.device, batch_size=args.engine_batch_size)
     if args.engine == 'openai':
@@ -69,8 +69,7 @@ def engine_spec(args, folder):
 
 
 def run(spec, batches, workers, args):
-    from pyterrier_garen import RayOptions
-    from pyterrier_garen._ray import summarize_batches
+    from pyterrier_garen import RayOptions, summarize_batches
     summarizer = spec.summarizer(max_tokens=args.max_tokens)
     options = RayOptions(workers=workers, num_cpus=args.cpus_per_worker, num_gpus=args.gpus_per_worker)
     start = time.perf_counter()

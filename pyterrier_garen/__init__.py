@@ -59,6 +59,7 @@ _EXPORTS = {
     'RayOptions': '._ray',
     'EngineSpec': '._ray',
     'SummarizerSpec': '._ray',
+    'summarize_batches': '._ray',
 }
 
 __all__ = sorted(_EXPORTS)
