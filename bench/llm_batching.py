@@ -42,7 +42,7 @@ def main(argv=None):
     import pandas as pd
 
     import pyterrier_garen as garen
-    from pyterrier_garen._tiny_model import build_tiny_model
+    from pyterrier_garen import build_tiny_model
 
     device = device_of(args.device)
     path = Path(args.collection)
