@@ -55,7 +55,7 @@ def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]
     """
     votes: Dict[int, int] = {}
     for docno in window:
-        for gid in {group_of(n) for n in neighbours(docno)} - {-1}:
+        for gid in set(map(group_of, neighbours(docno))) - {-1}:
             votes[gid] = votes.get(gid, 0) + 1
     return votes
 
@@ -422,19 +422,28 @@ class GAREN(WindowSearch):
     def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
         groups = self.groups
-        members, best_rank = state.members, state.best_rank
+        members, best_rank, rank0, observed = state.members, state.best_rank, state.rank0, state.observed
         if not best_rank:
             for docno in state.r0:
                 best_rank.setdefault(groups.group_of(docno), state.rank0[docno])
 
-        def pool(gid):  # unobserved members: first-stage rank order, then members absent from R_0 (stable sort)
-            if gid not in members:
-                members[gid] = sorted(map(str, groups.group_members(gid)), key=lambda d: state.rank0.get(d, math.inf))
-            return [d for d in members[gid] if d not in state.observed]
+        def ordered(gid):  # members: first-stage rank order, then members absent from R_0 in stored order
+            found = members.get(gid)
+            if found is None:
+                docs = list(map(str, groups.group_members(gid)))
+                found = members[gid] = sorted((d for d in docs if d in rank0), key=rank0.__getitem__) + \
+                    [d for d in docs if d not in rank0]
+            return found
+
+        def pool(gid):  # unobserved members, in that order
+            return [d for d in ordered(gid) if d not in observed]
+
+        def is_open(gid):  # the group still holds an unobserved member (stops at the first one)
+            return not all(map(observed.__contains__, ordered(gid)))
 
         votes = vote_groups(window, state.neighbours, groups.group_of)
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank,
-                               is_open=lambda g: bool(pool(g)),
+                               is_open=is_open,
                                fill=(groups.group_of(d) for d in state.unobserved_r0()))
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
                                                     'text': [groups.summary(g) or '' for g in chosen],
@@ -444,7 +453,7 @@ class GAREN(WindowSearch):
         evidence = group_evidence(top, groups.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__
-        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and pool(g)),
+        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and is_open(g)),
                           key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
             explore = not exploit_now(top, groups.group_of, eligible, self.switch_members)
