@@ -121,7 +121,17 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     if repair_docnos(Path(path) / 'docnos.npids'):
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)  # reopen: the old lookup is cached
+    _check_reused(index.docnos(), dataset, path, 'vectors')
     return index
+
+
+def _check_reused(lookup, dataset, path, what: str) -> None:
+    """A reused artifact must hold exactly the dataset's documents (not another corpus in the same folder)."""
+    docnos = [str(d['docno']) for d in dataset.get_corpus_iter(verbose=False)]
+    found = int((lookup_ids(lookup, docnos) >= 0).sum())
+    if found != len(docnos) or len(lookup) != len(docnos):
+        raise FileExistsError(f'{path} already holds {what} of other documents ({len(lookup)} docs, {found} of this '
+                              f"collection's {len(docnos)}); choose another output folder (or remove that one)")
 
 
 def _nonempty(docs: Iterator[dict], dataset) -> Iterator[dict]:
@@ -350,6 +360,11 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
             graph = load_corpus_graph(path)
         check_docnos(graph._docnos)
+        stored_k = getattr(graph, 'k', None) or (getattr(graph, 'meta', None) or {}).get('k')
+        if stored_k is not None and int(stored_k) != k:
+            raise FileExistsError(f'{path} already holds a BM25 graph with k={stored_k}, not k={k}; choose another '
+                                  'output folder (or remove that one)')
+        _check_reused(graph._docnos, dataset, path, 'BM25 graph')
         return graph
     if index is None:
         index = bm25_index(dataset, str(path) + '.pisa')

@@ -130,3 +130,17 @@ def test_adopted_workdir_stays_not_owned(gaps, tmp_path):
     with pytest.raises(FileExistsError, match='bm25.k16.graph exists but is not a finished artifact'):
         _bm25_prepare(gaps, work)
     assert (work / 'keep.txt').read_text() == 'mine'
+
+
+def test_reused_graph_must_fit_the_request(gaps, tmp_path):
+    from pyterrier_garen._graphs import bm25_corpus_graph, bm25_index
+    index = bm25_index(gaps, tmp_path / 'pisa')
+    bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=8)
+    with pytest.raises(FileExistsError, match='already holds a BM25 graph with k=8, not k=4'):
+        bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=4)
+    other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'other'))
+    lines = (other.path / 'docs.jsonl').read_text().splitlines()[:50]
+    (other.path / 'docs.jsonl').write_text('\n'.join(lines) + '\n')
+    with pytest.raises(FileExistsError, match=r"already holds BM25 graph of other documents \(320 docs, 50 of this "
+                                              r"collection's 50\)"):
+        bm25_corpus_graph(other, tmp_path / 'graph', index=index, k=8)
