@@ -90,6 +90,41 @@ ax.set_xlabel('share of a query\\'s gold groups that GAREN expanded')
 summary"""),
     ('code', """stats = garen_run.last_stats[['docs_reranked', 'groups_scored', 'reranker_calls', 'navigator_calls']]
 stats.describe().round(1)"""),
+    ('md', """## Reranker strength as an experimental variable
+
+`analysis.SimulatedReranker` is an *analysis instrument*, not a retrieval model: it scores a document by its
+relevance label plus a fixed Gaussian draw of standard deviation sigma (the same document always gets the same
+score), so the reranker's strength becomes a knob. Every system takes the same BM25 top 1000 and budget; GAREN keeps
+the real MiniLM centroid navigator. One noise seed and one partition here (the full sweep over seeds is
+`examples/strength_sweep.py`, results in docs/results.md)."""),
+    ('code', """seed = prepared.groups.meta['partition']['seed']
+sweep, sweep_perquery = analysis.strength_sweep(
+    prepared, sigmas=(0.25, 0.5, 1.0, 2.0), noise_seeds=(0,), partition_seeds=(seed,),
+    systems=['Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+'])
+fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+analysis.plot_strength_sweep(sweep, 'nDCG@10', ax=axes[0])
+analysis.plot_strength_sweep(sweep, 'R@100', ax=axes[1])
+plt.tight_layout()
+pd.concat({{m: analysis.sweep_summary(sweep, m) for m in ('nDCG@10', 'R@100')}}, axis=1)"""),
+    ('md', """## Where GAREN loses relevant documents, by reranker strength (Appendix C.3)
+
+For each relevant document: was its group ever a candidate, scored by the navigator, selected for expansion, and
+was the document observed? `stage` names the furthest step reached (`observed`, or what failed after it).
+`navigator_quality` gives, per query, the probability that the navigator scored a gold group above a scored
+non-gold group (AUC) and the rank of the best gold group."""),
+    ('code', """rerankers = {{'sigma=0.25': analysis.SimulatedReranker(qrels, noise=0.25),
+             'sigma=1': analysis.SimulatedReranker(qrels, noise=1.0), 'MiniLM': reranker}}
+stages, quality = {{}}, {{}}
+for label, model in rerankers.items():
+    traced = garen.GAREN(model, prepared.groups, navigator, trace=True)
+    traced(first)
+    status = analysis.gold_group_status(traced.last_trace, prepared.groups, qrels)
+    stages[label] = status.stage.value_counts(normalize=True)
+    q = analysis.navigator_quality(traced.last_trace, prepared.groups, qrels)
+    quality[label] = q[['auc', 'best_gold_rank']].mean()
+print('share of relevant documents by stage')
+display(pd.DataFrame(stages).reindex(list(analysis.GOLD_STAGES)).fillna(0).round(3))
+pd.DataFrame(quality).round(3)"""),
 ]
 
 
