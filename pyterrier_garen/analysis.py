@@ -27,7 +27,8 @@ from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, partition_groups, plot_streng
                      sweep_plot_file, sweep_summary, sweep_tests)
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise', 'doc_hops', 'group_hops', 'gold_hops',
-           'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'navigator_quality', 'budget_curve',
+           'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'GOLD_STAGES', 'navigator_quality',
+           'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS']
 
