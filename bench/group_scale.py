@@ -7,8 +7,9 @@ The graphs come from :func:`pyterrier_garen.synthetic.planted_knn_graph` (k=16, 
 split into subtopics of ~15), so Leiden finds real communities and has re-partitioning work to do. Each size runs
 in a fresh subprocess, which times ``GroupCorpusGraph.from_arrays`` end to end (docno sorting, symmetrising, Leiden,
 recursive split, writing and reopening the artifact) and reports its own peak RSS. The per-stage times and the
-marginal per-document cost between the two largest sizes give the 4.6M-document (DBpedia-entity) estimate printed
-last. Wall-clock times depend on the load of the machine: the load average is printed with the table.
+marginal CPU time per document between the two largest sizes give the 4.6M-document (DBpedia-entity) estimate
+printed last. Wall-clock times depend on the load of the machine (the load average is printed with the table); CPU
+time much less so.
 """
 import argparse
 import json
@@ -72,21 +73,21 @@ def main():
     table = pd.DataFrame(rows)
     print(table.drop(columns=['planted_topics']).to_string(index=False))
     print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
-    if len(rows) >= 2:
-        a, b = rows[-2], rows[-1]
-        growth = (b['seconds'] / a['seconds']) / (b['docs'] / a['docs'])
-        print(f'cost per document, {a["docs"]:,} -> {b["docs"]:,} docs: x{growth:.2f} (1.00 = linear)')
-    # the estimate: each stage (and the peak RSS) continued along the straight line through the two largest sizes,
-    # i.e. at the marginal cost per document measured there (a single size is scaled proportionally)
-    a, b = (rows[-2], rows[-1]) if len(rows) >= 2 else ({'docs': 0, **{k: 0 for k in rows[-1] if k != 'docs'}},
-                                                           rows[-1])
+    for a, b in zip(rows, rows[1:]):
+        growth = (b['cpu_s'] / a['cpu_s']) / (b['docs'] / a['docs'])
+        print(f'CPU time per document, {a["docs"]:,} -> {b["docs"]:,} docs: x{growth:.2f} (1.00 = linear)')
+    # the estimate: CPU time (steadier than wall clock on a shared machine) and peak RSS continued along the straight
+    # line through the two largest sizes, i.e. at the marginal cost per document measured there; the stage shares
+    # are those of the largest size
+    a, b = (rows[-2], rows[-1]) if len(rows) >= 2 else ({k: 0 for k in rows[-1]}, rows[-1])
+
     def extend(key):
         slope = (b[key] - a[key]) / (b['docs'] - a['docs'])
         return b[key] + slope * (args.estimate - b['docs'])
-    stages = {s: extend(f'{s}_s') for s in ('symmetrise', 'leiden', 'split', 'other')}
-    print(f'estimate for {args.estimate:,} docs (each stage extended along the line through {a["docs"]:,} and '
-          f'{b["docs"]:,} docs): {sum(stages.values()):.0f} s = '
-          + ' + '.join(f'{s} {v:.0f}' for s, v in stages.items()) + f'; peak RSS ~{extend("peak_rss_gb"):.1f} GB')
+    shares = {s: b[f'{s}_s'] / b['seconds'] for s in ('symmetrise', 'leiden', 'split', 'other')}
+    print(f'estimate for {args.estimate:,} docs (along the line through {a["docs"]:,} and {b["docs"]:,} docs): '
+          f'{extend("cpu_s"):.0f} CPU-s (stages at {b["docs"]:,}: '
+          + ', '.join(f'{s} {v:.0%}' for s, v in shares.items()) + f'); peak RSS ~{extend("peak_rss_gb"):.1f} GB')
 
 if __name__ == '__main__':
     np.seterr(all='raise')
