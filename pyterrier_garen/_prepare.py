@@ -108,7 +108,8 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     Args:
         dataset: a :class:`~pyterrier_garen.LocalDataset` or any PyTerrier dataset with a corpus.
         workdir: output folder; defaults to ``cache_dir()/<dataset name>-<fingerprint>``.
-        graph: ``'dense'`` (exact cosine MiniLM k-NN) or ``'bm25'`` (PISA BM25 k-NN).
+        graph: ``'dense'`` (cosine MiniLM k-NN: exact up to ``EXACT_KNN_LIMIT`` = 200,000 documents, FAISS HNSW
+            above, see ``pyterrier_garen._ann``) or ``'bm25'`` (PISA BM25 k-NN).
         k: neighbours per document.
         max_group_size: Leiden re-partitioning threshold.
         seed: Leiden seed.
@@ -149,7 +150,11 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
             raise FileExistsError(f'{workdir / "minilm.flex"} holds vectors of other documents than {dataset!r}; '
                                   'delete it or pass another workdir')
     if graph == 'dense':
-        knn = dense_corpus_graph(flex, k=k, verbose=verbose)
+        from ._ann import EXACT_KNN_LIMIT, hnsw_corpus_graph
+        if len(docnos) > EXACT_KNN_LIMIT:  # all pairs take hours on a CPU beyond this size (bench/dense_graph.py)
+            knn = hnsw_corpus_graph(flex, k=k)
+        else:
+            knn = dense_corpus_graph(flex, k=k, verbose=verbose)
     else:
         _fresh(workdir / f'bm25.k{k}.graph', owned)
         knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)
