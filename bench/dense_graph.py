@@ -44,7 +44,7 @@ def main():
     import pandas as pd
     import pyterrier_dr
 
-    from pyterrier_garen._ann import hnsw_corpus_graph
+    from pyterrier_garen import hnsw_corpus_graph
     vecs = synthetic_vectors(args.docs, args.dim, args.clusters, args.noise, args.seed)
     rows = []
     with tempfile.TemporaryDirectory(dir=os.environ.get('GAREN_BENCH_TMP')) as tmp:

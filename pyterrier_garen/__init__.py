@@ -18,6 +18,7 @@ _EXPORTS = {
     'minilm_encoder': '._graphs',
     'encode_corpus': '._graphs',
     'load_corpus_graph': '._graphs',
+    'hnsw_corpus_graph': '._ann',  # approximate (FAISS HNSW) dense graph for large corpora
     # groups: partition, artifact, builder, summaries (_partition.py, _group_graph.py, _summaries.py)
     'leiden_partition': '._partition',
     'GroupCorpusGraph': '._group_graph',
