@@ -44,15 +44,23 @@ def vaswani():
 
 
 @pytest.fixture(scope='session')
-def cran_pisa(cranfield, work_dir):
-    from pyterrier_garen._graphs import bm25_index
-    return bm25_index(cranfield, work_dir / 'cranfield' / 'bm25.pisa')
+def cran_dir(cranfield, work_dir) -> Path:
+    """The one folder of every Cranfield artifact of the session: the folder ``prepare(cranfield)`` picks by default
+    when ``$GAREN_CACHE`` is ``work_dir`` (as in the docs tests), so Cranfield is indexed and encoded once per run."""
+    from pyterrier_garen._prepare import collection_fingerprint
+    return work_dir / f'cranfield-{collection_fingerprint(cranfield)[:12]}'
 
 
 @pytest.fixture(scope='session')
-def cran_bm25_graph(cranfield, cran_pisa, work_dir):
+def cran_pisa(cranfield, cran_dir):
+    from pyterrier_garen import bm25_index
+    return bm25_index(cranfield, cran_dir / 'bm25.pisa')
+
+
+@pytest.fixture(scope='session')
+def cran_bm25_graph(cranfield, cran_pisa, cran_dir):
     from pyterrier_garen import bm25_corpus_graph
-    return bm25_corpus_graph(cranfield, work_dir / 'cranfield' / 'bm25.k16.graph', index=cran_pisa)
+    return bm25_corpus_graph(cranfield, cran_dir / 'bm25.k16.graph', index=cran_pisa)
 
 
 @pytest.fixture(scope='session')
@@ -63,10 +71,10 @@ def minilm():
 
 
 @pytest.fixture(scope='session')
-def cran_vectors(cranfield, minilm, work_dir):
+def cran_vectors(cranfield, minilm, cran_dir):
     """MiniLM vectors of Cranfield (about 30 s to encode on two cores; done once per session)."""
     from pyterrier_garen import encode_corpus
-    return encode_corpus(cranfield, work_dir / 'cranfield' / 'minilm.flex', encoder=minilm, verbose=False)
+    return encode_corpus(cranfield, cran_dir / 'minilm.flex', encoder=minilm, verbose=False)
 
 
 @pytest.fixture(scope='session')
@@ -76,8 +84,8 @@ def cran_dense_graph(cran_vectors):
 
 
 @pytest.fixture(scope='session')
-def cran_groups(cran_dense_graph, cranfield, work_dir):
+def cran_groups(cran_dense_graph, cranfield, cran_dir):
     """Leiden groups over the MiniLM graph of Cranfield, with extractive summaries."""
     from pyterrier_garen import ExtractiveSummarizer, GroupCorpusGraph
-    groups = GroupCorpusGraph.from_corpus_graph(cran_dense_graph, work_dir / 'cranfield' / 'dense.groups')
+    groups = GroupCorpusGraph.from_corpus_graph(cran_dense_graph, cran_dir / 'dense.groups')
     return groups.summarize(ExtractiveSummarizer(), cranfield)

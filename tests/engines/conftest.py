@@ -119,10 +119,10 @@ def cran_topics(cranfield):
 
 
 @pytest.fixture(scope='session')
-def cran_groups_bm25(cran_bm25_graph, cranfield, work_dir):
+def cran_groups_bm25(cran_bm25_graph, cranfield, cran_dir):
     """Leiden groups over Cranfield's BM25 graph, with extractive summaries (the navigator's texts)."""
     from pyterrier_garen import ExtractiveSummarizer, GroupCorpusGraph
-    groups = GroupCorpusGraph.from_corpus_graph(cran_bm25_graph, work_dir / 'cranfield' / 'bm25.engines.groups')
+    groups = GroupCorpusGraph.from_corpus_graph(cran_bm25_graph, cran_dir / 'bm25.engines.groups')
     return groups.summarize(ExtractiveSummarizer(), cranfield)
 
 
