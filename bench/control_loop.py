@@ -71,7 +71,7 @@ def main():
         import pstats
         profiler = cProfile.Profile()
         profiler.runcall(built[args.profile], first)
-        pstats.Stats(profiler).sort_stats('tottime').print_stats(25)
+        pstats.Stats(profiler).sort_stats(os.environ.get('PROFILE_SORT', 'tottime')).print_stats(25)
         return
     best = {name: (np.inf, np.inf) for name in built}
     for _ in range(args.repeat):
