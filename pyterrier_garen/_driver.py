@@ -189,6 +189,7 @@ class QueryState:
     cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
     members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
     best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
+    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
 
     def __post_init__(self):
         self.rank0 = {d: i for i, d in enumerate(self.r0)}

@@ -7,8 +7,9 @@ transformer. Batching across queries is the search driver's job (:mod:`pyterrier
 from __future__ import annotations
 
 import math
+from collections import abc
 from enum import Enum
-from typing import Any, Callable, Dict, Iterable, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyterrier as pt
@@ -41,13 +42,15 @@ def num_iterations(budget: int, window: int, keep: int) -> int:
 
 
 def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]],
-                group_of: Callable[[str], int]) -> Dict[int, int]:
+                group_of: Callable[[str], int], *, cache: Optional[Dict[str, Tuple[int, ...]]] = None
+                ) -> Dict[int, int]:
     """Candidate groups of a window and their votes (paper Eq. 5 and Eq. 11).
 
     Args:
         window: the window ``W_t``.
         neighbours: ``N_k(d)``, the k-NN neighbours of a document (without the document itself).
         group_of: ``Omega(d)``, the group id of a document (-1 when it has none).
+        cache: optional memo ``{docno: groups of its neighbours}`` shared across calls (windows overlap).
 
     Returns:
         ``{group: vote}`` for every group of ``G^cand_t``, where vote = number of window documents with a neighbour
@@ -55,7 +58,12 @@ def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]
     """
     votes: Dict[int, int] = {}
     for docno in window:
-        for gid in set(map(group_of, neighbours(docno))) - {-1}:
+        found = cache.get(docno) if cache is not None else None
+        if found is None:
+            found = tuple(set(map(group_of, neighbours(docno))) - {-1})
+            if cache is not None:
+                cache[docno] = found
+        for gid in found:
             votes[gid] = votes.get(gid, 0) + 1
     return votes
 
@@ -79,8 +87,15 @@ def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, 
     Returns:
         The groups to score, candidates first.
     """
-    chosen = sorted((g for g in votes if g not in scored and is_open(g)),
-                    key=lambda g: (-votes[g], best_rank.get(g, math.inf), g))[:budget]
+    chosen: List[int] = []
+    if budget > 0:  # sort the unscored candidates, then test openness only until the budget is met
+        unscored = sorted((g for g in votes if g not in scored),
+                          key=lambda g: (-votes[g], best_rank.get(g, math.inf), g))
+        for gid in unscored:
+            if is_open(gid):
+                chosen.append(gid)
+                if len(chosen) >= budget:
+                    break
     taken = set(chosen)
     for gid in fill:
         if len(chosen) >= budget:
@@ -103,8 +118,17 @@ def take(pools: Sequence[Sequence[str]], n: int, *, round_robin: bool) -> List[s
     Returns:
         Up to ``n`` documents, without duplicates.
     """
-    if round_robin:
-        order = (pool[i] for i in range(max(map(len, pools), default=0)) for pool in pools if i < len(pool))
+    if round_robin:  # depth by depth; touches a pool only when its turn comes (pools may be computed lazily)
+        def rounds():
+            depth, more = 0, True
+            while more:
+                more = False
+                for pool in pools:
+                    if depth < len(pool):
+                        more = True
+                        yield pool[depth]
+                depth += 1
+        order = rounds()
     else:
         order = (docno for pool in pools for docno in pool)
     out: Dict[str, None] = {}
@@ -409,6 +433,14 @@ class GAREN(WindowSearch):
     def _explores(self, t: int) -> bool:
         return self.strategy == Strategy.EXPLORE or (self.strategy == Strategy.EXPLORE_EXPLOIT and t <= self.tau_switch)
 
+    def transform(self, inp):
+        """Run GAREN for every query of ``inp`` (a first-stage result frame); see the class docstring."""
+        self._neighbour_groups: Dict[str, Tuple[int, ...]] = {}  # N_k(d)'s groups, shared by the queries of a call
+        try:
+            return super().transform(inp)
+        finally:
+            self._neighbour_groups = {}
+
     def _search(self, state: QueryState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
         if not reranked:
@@ -423,9 +455,13 @@ class GAREN(WindowSearch):
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
         groups = self.groups
         members, best_rank, rank0, observed = state.members, state.best_rank, state.rank0, state.observed
-        if not best_rank:
-            for docno in state.r0:
-                best_rank.setdefault(groups.group_of(docno), state.rank0[docno])
+        if not best_rank and state.r0:
+            if hasattr(groups, 'groups_of'):  # one vectorised look-up: the first (best) rank of each group in R_0
+                gids, first = np.unique(np.asarray(groups.groups_of(state.r0)), return_index=True)
+                best_rank.update(zip(gids.tolist(), first.tolist()))
+            else:
+                for docno in state.r0:
+                    best_rank.setdefault(groups.group_of(docno), rank0[docno])
 
         def ordered(gid):  # members: first-stage rank order, then members absent from R_0 in stored order
             found = members.get(gid)
@@ -436,12 +472,19 @@ class GAREN(WindowSearch):
             return found
 
         def pool(gid):  # unobserved members, in that order
-            return [d for d in ordered(gid) if d not in observed]
+            return [d for d in ordered(gid)[first_open.get(gid, 0):] if d not in observed]
 
-        def is_open(gid):  # the group still holds an unobserved member (stops at the first one)
-            return not all(map(observed.__contains__, ordered(gid)))
+        first_open = state.first_open
 
-        votes = vote_groups(window, state.neighbours, groups.group_of)
+        def is_open(gid):  # the group still holds an unobserved member; observation only grows, so the position
+            found = ordered(gid)  # of the first unobserved member only moves forward
+            i = first_open.get(gid, 0)
+            while i < len(found) and found[i] in observed:
+                i += 1
+            first_open[gid] = i
+            return i < len(found)
+
+        votes = vote_groups(window, state.neighbours, groups.group_of, cache=self._neighbour_groups)
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank,
                                is_open=is_open,
                                fill=(groups.group_of(d) for d in state.unobserved_r0()))
@@ -459,9 +502,10 @@ class GAREN(WindowSearch):
             explore = not exploit_now(top, groups.group_of, eligible, self.switch_members)
         else:
             explore = self._explores(t)
-        pools = [pool(g) for g in eligible]
         if self.member_order == 'evidence':
-            pools = [by_links(members_, top, state.neighbours) for members_ in pools]
+            pools = [by_links(pool(g), top, state.neighbours) for g in eligible]
+        else:
+            pools = _LazyPools(eligible, pool)
         picked = take(pools, n, round_robin=explore)
         if self.interleave:
             taken = set(picked)
@@ -483,3 +527,18 @@ class GAREN(WindowSearch):
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}
+
+
+class _LazyPools(abc.Sequence):
+    """The pools of the eligible groups, each computed when :func:`take` first reaches it."""
+
+    def __init__(self, groups: Sequence[int], pool: Callable[[int], List[str]]):
+        self.groups, self.pool, self.done = groups, pool, {}
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def __getitem__(self, i: int) -> List[str]:
+        if i not in self.done:
+            self.done[i] = self.pool(self.groups[i])
+        return self.done[i]
