@@ -211,25 +211,24 @@ class Engine:
     def close(self) -> None:
         """Release the model (processes, memory); the engine cannot be used afterwards."""
 
-    def _note_unscored(self, count: int) -> None:
+    def _count_once(self, counter: str, count: int, message: str) -> None:
+        """Add ``count`` to the counter attribute ``counter``; warn with ``message`` the first time it moves."""
         if count <= 0:
             return
-        first = self.unscored_yes_no == 0
-        self.unscored_yes_no += count
+        first = getattr(self, counter) == 0
+        setattr(self, counter, getattr(self, counter) + count)
         if first:
-            warnings.warn(f'{self!r}: {count} yes/no answers came without usable log-probabilities for either token; '
-                          'they score P(yes) = 0.5, which carries no preference (does the server return logprobs? '
-                          'counted in engine.unscored_yes_no; warned once)', stacklevel=3)
+            warnings.warn(f'{self!r}: {count} {message} (counted in engine.{counter}; warned once)', stacklevel=4)
+
+    def _note_unscored(self, count: int) -> None:
+        self._count_once('unscored_yes_no', count, 'yes/no answers came without usable log-probabilities for either '
+                         'token; they score P(yes) = 0.5, which carries no preference (does the server return '
+                         'logprobs?)')
 
     def _note_inexact(self, count: int, why: str) -> None:
-        if count <= 0:
-            return
-        first = self.inexact_yes_no == 0
-        self.inexact_yes_no += count
-        if first:
-            warnings.warn(f'{self!r}: {count} yes/no answers without the exact log-probability of both tokens ({why}); '
-                          'their P(yes) is estimated from the returned top log-probabilities, and is not comparable '
-                          'to exact scores (counted in engine.inexact_yes_no; warned once)', stacklevel=3)
+        self._count_once('inexact_yes_no', count, f'yes/no answers without the exact log-probability of both tokens '
+                         f'({why}); their P(yes) is estimated from the returned top log-probabilities, and is not '
+                         'comparable to exact scores')
 
     def generate(self, conversations: Sequence[Conversation], *, max_tokens: int,
                  stop: Optional[Sequence[str]] = None) -> List[Generation]:

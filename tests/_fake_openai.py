@@ -7,6 +7,8 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
+
 
 def completion(text='yes', logprobs=None):
     return {'id': 'c', 'object': 'chat.completion', 'created': 0, 'model': 'm',
@@ -81,3 +83,12 @@ class ScriptedServer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@pytest.fixture
+def local_network(monkeypatch):
+    """Requests to the fake server go straight to 127.0.0.1 (no proxy), and no real API key is picked up."""
+    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)

@@ -6,17 +6,10 @@ import pytest
 
 from pyterrier_garen._llm import OpenAIEngine
 
-from _fake_openai import ScriptedServer, completion
+from _fake_openai import ScriptedServer, completion, local_network  # noqa: F401 (fixture)
 
 pytest.importorskip('openai', reason='the openai client (vllm extra) is not installed')
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch):
-    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
-    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+pytestmark = pytest.mark.usefixtures('local_network')
 
 
 CONV = [{'role': 'user', 'content': 'hello'}]

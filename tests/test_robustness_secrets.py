@@ -13,20 +13,13 @@ from ir_measures import nDCG
 from pyterrier_garen import GAREN, LLMSummarizer, YesNoScorer, prepare
 from pyterrier_garen._llm import OpenAIEngine, Secret
 
-from _fake_openai import ScriptedServer, completion
+from _fake_openai import ScriptedServer, completion, local_network  # noqa: F401 (fixture)
 from _robust import gap_collection
 
 pytest.importorskip('openai', reason='the openai client (vllm extra) is not installed')
+pytestmark = pytest.mark.usefixtures('local_network')
 
 KEY = 'sk-PLANTED-5e1c7d2a9b'
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch):
-    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
-    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
 
 
 def _yes_no():
