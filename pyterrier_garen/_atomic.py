@@ -16,6 +16,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -98,9 +99,11 @@ def _lock(path: Path) -> Iterator[None]:
 
 
 def stale_temporaries(path: Path) -> list:
-    """Leftovers of earlier builds of ``path`` (``.<name>.*`` beside it, the lock file excepted)."""
+    """Leftovers of earlier builds of ``path``: exactly the names this module's temporaries get beside it
+    (``.<name>.<8 random characters>.tmp`` or ``.old``), so no other file of the user's is ever taken for one."""
     prefix = f'.{path.name}.'
-    return [p for p in path.parent.glob(f'{glob_escape(prefix)}*') if p.name != f'{prefix}lock']
+    pattern = re.compile(re.escape(prefix) + r'[a-z0-9_]{8}\.(?:tmp|old)')
+    return [p for p in path.parent.glob(f'{glob_escape(prefix)}*') if pattern.fullmatch(p.name)]
 
 
 def clean_stale(path: Union[str, Path]) -> int:

@@ -94,10 +94,12 @@ def test_half_built_pieces_are_rebuilt(gaps, tmp_path):
     # an interrupted run: a graph folder without pt_meta.json, a stale temporary and no groups
     shutil.rmtree(first.groups.path)
     (work / 'bm25.k16.graph' / 'pt_meta.json').unlink()
-    (work / '.bm25.pisa.abc123.tmp').mkdir()
+    (work / '.bm25.pisa.abc12345.tmp').mkdir()  # the name tempfile.mkdtemp gives a temporary of bm25.pisa
+    (work / '.bm25.pisa.notes').write_text('mine')  # the user's, although it starts like a temporary
     again = _bm25_prepare(gaps, work)
     assert again.groups.group_stats() == stats
-    assert not (work / '.bm25.pisa.abc123.tmp').exists()
+    assert not (work / '.bm25.pisa.abc12345.tmp').exists()
+    assert (work / '.bm25.pisa.notes').read_text() == 'mine'
     assert json.loads((again.groups.path / 'pt_meta.json').read_text())['summaries']['count'] == stats['groups']
 
 
