@@ -5,22 +5,15 @@ import random
 import pandas as pd
 import pytest
 import pyterrier as pt
-from _toy_graph import DictScorer, HashScorer, ToyGroupGraph, first_stage
+from _toy_graph import ADJACENCY, GROUPS, NAVIGATE, R0, RERANK, DictScorer, HashScorer, ToyGroupGraph, first_stage
 
 from pyterrier_garen import GAREN, RGS, DocGAREN, ListwiseReranker, SlideGAR, SlidingWindowReranker
 from pyterrier_garen._driver import is_listwise, order_tail, resolve_final_order
 from pyterrier_garen._garen import propagate
 from pyterrier_garen._navigators import VoteNavigator
 
-# the worked example of test_garen_algorithm (w=4, h=2, c=10, K_g=2, tau_switch=1): windows
+# the worked example (tests/_toy_graph.py; w=4, h=2, c=10, K_g=2, tau_switch=1): windows
 # W~_1 = [a1 a3 a2 a4], W~_2 = [a1 y1 a3 x1], W~_3 = [a1 y1 y3 y2], W~_4 = [w1 a1 y1 x2]
-GROUPS = {'a1': 0, 'a2': 0, 'a3': 1, 'x1': 1, 'x2': 1, 'a4': 2, 'y1': 2, 'y2': 2, 'y3': 2,
-          'z1': 3, 'z2': 3, 'a5': 4, 'a6': 4, 'a7': 4, 'a8': 4, 'w1': 5}
-ADJACENCY = {'a1': ['x1', 'y1'], 'a2': ['y2', 'z1'], 'a3': ['x2', 'a1'], 'a4': ['y3', 'a3'],
-             'x1': ['z2', 'a1'], 'y1': ['w1', 'y1']}
-R0 = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']
-RERANK = {'a1': 10, 'a2': 5, 'a3': 8, 'a4': 1, 'y1': 9, 'x1': 2, 'y2': 3, 'y3': 7, 'w1': 11, 'x2': 0}
-NAVIGATE = {'0': .2, '1': .5, '2': .9, '3': .7, '4': .1, '5': .8}
 
 
 def worked(**kwargs):
