@@ -41,6 +41,7 @@ _EXPORTS = {
     'SlideGAR': '._baselines',
     'RGS': '._baselines',
     'DocGAREN': '._baselines',
+    'FirstStageFusion': '._fusion',  # fusion with the first stage as a stage of its own (_fusion.py)
     # navigators and rerankers (_navigators.py, _rerankers.py)
     'VoteNavigator': '._navigators',
     'CentroidNavigator': '._navigators',

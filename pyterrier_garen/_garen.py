@@ -14,7 +14,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tupl
 import numpy as np
 import pyterrier as pt
 
-from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
+from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
 from ._params import check_groups, check_nonnegative, check_positive, check_probability
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
@@ -140,7 +140,8 @@ def take(pools: Sequence[Sequence[str]], n: int, *, round_robin: bool) -> List[s
 
 
 def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tuple[int, int]],
-              group_of: Callable[[str], int], p: float, alpha: float) -> List[str]:
+              group_of: Callable[[str], int], p: float, alpha: float, *,
+              order: Optional[Sequence[str]] = None) -> List[str]:
     """Group-Driven Evidence Propagation (paper Section 4.3, Eq. 8-9); returns the final order of the observed docs.
 
     ``b(d) = (1-p) p^(rank(d)-1)`` for the top :data:`PROPAGATION_DEPTH` documents of the last re-ranked window
@@ -156,8 +157,11 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
         group_of: ``Omega(d)``.
         p: RBP decay ``p``.
         alpha: propagation weight ``alpha``.
+        order: (beyond the paper) when given, ties keep this order of the observed documents instead of the last
+            placement (see GAREN's ``final_order``).
     """
     base = {d: (1 - p) * p ** i for i, d in enumerate(final[:PROPAGATION_DEPTH])}
+    position = {d: i for i, d in enumerate(order)} if order is not None else None
     bonus: Dict[int, float] = {}
     for docno, b in base.items():
         gid = group_of(docno)
@@ -167,6 +171,8 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
     def key(docno):
         gid = group_of(docno)
         score = base.get(docno, 0.) + (alpha * bonus.get(gid, 0.) if gid != -1 else 0.)
+        if position is not None:
+            return -score, position[docno]
         return -score, -last[docno][0], last[docno][1]
     return sorted(observed, key=key)
 
@@ -275,8 +281,7 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
         t += 1
         for docno in current:
             state.observed.setdefault(docno, t)
-        reranked = yield RERANK, current
-        state.last.update((d, (t, i)) for i, d in enumerate(reranked))
+        reranked = yield from state.rerank(current)  # records last[d] = (t, position) and the scores
         yield EVENT, {'iteration': t, 'window': current, 'reranked': reranked}
         n = min(window - keep, budget - len(state.observed))
         if t >= horizon or n <= 0:
@@ -352,6 +357,7 @@ class GAREN(WindowSearch):
                  switch_members: int = 0,
                  fusion: float = 0.0,
                  member_order: str = 'first_stage',
+                 final_order: str = 'paper',
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -383,6 +389,13 @@ class GAREN(WindowSearch):
             member_order: (beyond the paper) order of a group's unobserved members: ``'first_stage'`` (paper) or
                 ``'evidence'``: members more k-NN-linked from the current top ``h`` first (:func:`by_links`), which
                 matters for large or mixed groups.
+            final_order: (beyond the paper) order of the observed documents below the kept top ``h`` before
+                propagation: ``'paper'`` (the order the reranker last placed them: later iterations first, then
+                window position), ``'score'`` (by the reranker's score, for rerankers whose scores compare across
+                windows), ``'dropped'`` (by the position at which a window last placed them, then later iterations
+                first: window-relative evidence, for listwise rerankers) or ``'auto'`` (``'dropped'`` when the
+                reranker declares ``listwise = True``, else ``'score'``). Propagation then breaks its ties by that
+                order (b(d) from its top 10). See docs/decisions.md.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -406,6 +419,7 @@ class GAREN(WindowSearch):
         self.switch_members = switch_members
         self.fusion = fusion
         self.member_order = member_order
+        self.final_order = final_order
         self.trace = trace
         self.verbose = verbose
         check_window(window, keep, budget)
@@ -420,6 +434,7 @@ class GAREN(WindowSearch):
             value = getattr(self, name)
             if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
+        resolve_final_order(final_order, reranker)  # checks the value
         if member_order not in MEMBER_ORDERS:
             raise ValueError(f'member_order must be one of {MEMBER_ORDERS}, got {member_order!r}')
         if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
@@ -445,10 +460,15 @@ class GAREN(WindowSearch):
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
         if not reranked:
             return []
-        if not self.propagate:
-            final = by_last_placement(state.observed, state.last)
-        else:
-            final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+        how = resolve_final_order(self.final_order, self.reranker)
+        final = by_last_placement(state.observed, state.last)  # W~_T first, then the earlier windows' documents
+        if how != 'paper':  # below the kept top h: every verdict the reranker gave, not when it was given
+            final = self._final(state, final, min(self.keep, len(reranked)))
+        if self.propagate:
+            if how == 'paper':
+                final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+            else:
+                final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final)
         return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
 
     def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
