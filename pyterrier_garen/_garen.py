@@ -19,7 +19,7 @@ from ._params import check_groups, check_nonnegative, check_positive, check_prob
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
-           'fuse_first_stage']
+           'fuse_first_stage', 'group_feedback']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -203,6 +203,22 @@ def group_evidence(top: Sequence[str], group_of: Callable[[str], int], p: float)
     return evidence
 
 
+def group_feedback(last: Dict[str, Tuple[int, int]], group_of: Callable[[str], int], keep: int) -> Dict[int, float]:
+    """The reranker's verdicts on the documents taken from each group: ``(hits - misses) / (n + 1)`` per group.
+
+    Over the ``n`` re-ranked members of a group (every document in ``last``), a hit is a member that the last window
+    re-ranking it placed in the kept top ``keep`` (position < ``keep``), a miss one it placed below; so the value is
+    in (-1, 1), 0 for a group with no re-ranked member, and the ``+ 1`` shrinks the verdict on few members.
+    """
+    counts: Dict[int, List[int]] = {}
+    for docno, (_, position) in last.items():
+        gid = group_of(docno)
+        if gid != -1:
+            hit_miss = counts.setdefault(gid, [0, 0])
+            hit_miss[position >= keep] += 1
+    return {gid: (hits - misses) / (hits + misses + 1) for gid, (hits, misses) in counts.items()}
+
+
 def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, every: int) -> List[str]:
     """Up to ``n`` expansion documents where slots ``every, 2*every, ...`` (1-based) come from the first stage.
 
@@ -358,6 +374,7 @@ class GAREN(WindowSearch):
                  fusion: float = 0.0,
                  member_order: str = 'first_stage',
                  final_order: str = 'paper',
+                 feedback: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -396,6 +413,10 @@ class GAREN(WindowSearch):
                 first: window-relative evidence, for listwise rerankers) or ``'auto'`` (``'dropped'`` when the
                 reranker declares ``listwise = True``, else ``'score'``). Propagation then breaks its ties by that
                 order (b(d) from its top 10). See docs/decisions.md.
+            feedback: (beyond the paper; 0 = off) ``beta`` of reranker feedback in navigation: eligible groups are
+                ordered by their navigator value standardised over the query's scored groups (``(v - mean) / std``)
+                ``+ beta *`` :func:`group_feedback`, so the groups whose documents the reranker kept rise and those
+                whose documents it dropped sink.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -420,6 +441,7 @@ class GAREN(WindowSearch):
         self.fusion = fusion
         self.member_order = member_order
         self.final_order = final_order
+        self.feedback = feedback
         self.trace = trace
         self.verbose = verbose
         check_window(window, keep, budget)
@@ -430,7 +452,7 @@ class GAREN(WindowSearch):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
                 raise ValueError(f'{name} must be a non-negative integer (0 = off), got {value!r}')
-        for name in ('evidence_weight', 'fusion'):
+        for name in ('evidence_weight', 'fusion', 'feedback'):
             value = getattr(self, name)
             if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
                 raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
@@ -516,6 +538,8 @@ class GAREN(WindowSearch):
         evidence = group_evidence(top, groups.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__
+        if self.feedback:
+            value = self._with_feedback(state, value)
         eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and is_open(g)),
                           key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
@@ -544,6 +568,15 @@ class GAREN(WindowSearch):
             event['evidence'] = evidence
         yield EVENT, event
         return expansion
+
+    def _with_feedback(self, state: QueryState, value: Callable[[int], float]) -> Callable[[int], float]:
+        """``value`` standardised over the query's scored groups, plus ``feedback *`` :func:`group_feedback`."""
+        scored = np.array([v for v in state.cache.values() if math.isfinite(v)], dtype=float)
+        mean = float(scored.mean()) if len(scored) else 0.
+        spread = float(scored.std()) if len(scored) > 1 else 0.
+        spread = spread if spread > 0 else 1.
+        verdicts = group_feedback(state.last, self.groups.group_of, self.keep)
+        return lambda g: (value(g) - mean) / spread + self.feedback * verdicts.get(g, 0.)
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}

@@ -161,3 +161,14 @@ def test_auto_with_a_listwise_reranker_merges_by_dropped_position():
                      tau_switch=1, propagate=False, final_order=final_order)(first_stage(R0)).docno.tolist()
     assert run('auto') == run('dropped')
     assert run('auto') != run('paper')
+
+
+def test_listwise_view_scores_positions_per_query():
+    from pyterrier_garen.analysis import ListwiseView
+    inner = DictScorer({'1': 3, '2': 1, '3': 2, '4': 5, '5': 5})
+    frame = pd.DataFrame({'qid': ['a', 'a', 'b', 'a', 'b'], 'docno': list('12345')})
+    out = ListwiseView(inner)(frame)
+    # query a: 4 (5) > 1 (3) > 2 (1) -> scores 3 2 1; query b: 5 (5) > 3 (2) -> 2 1
+    assert dict(zip(out.docno, out.score)) == {'4': 3., '1': 2., '2': 1., '5': 2., '3': 1.}
+    assert dict(zip(out.docno, out['rank'])) == {'4': 0, '1': 1, '2': 2, '5': 0, '3': 1}
+    assert is_listwise(ListwiseView(inner))
