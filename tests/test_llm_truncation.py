@@ -54,7 +54,8 @@ def test_a_conversation_is_counted_as_the_server_renders_it(fake_openai):
     assert engine.count_conversation_tokens(conversation) == 2 + 4 + 3
     assert engine.count_conversation_tokens(conversation[:2]) == 2 + 4 + 1  # plus the assistant's turn opener
     body = _posts(server, '/tokenize')[0]
-    assert body['continue_final_message'] is True and body['add_generation_prompt'] is False
+    assert body['continue_final_message'] is True
+    assert body['add_generation_prompt'] is False
     assert body['messages'][-1] == {'role': 'assistant', 'content': '<think> </think>'}
     assert body['chat_template_kwargs'] == {'enable_thinking': False}
 
@@ -65,7 +66,8 @@ def test_a_batch_of_texts_is_tokenized_concurrently(fake_openai):
     texts = [f'{LONG} doc{k}' for k in range(8)]
     assert engine.truncate_many(texts, 2) == ['w0 w1'] * 8
     assert server.max_in_flight >= 2
-    assert len(_posts(server, '/tokenize')) == 8 and len(_posts(server, '/detokenize')) == 8
+    assert len(_posts(server, '/tokenize')) == 8
+    assert len(_posts(server, '/detokenize')) == 8
 
 
 def test_without_a_server_tokenizer_the_estimate_is_used_and_warned_once(fake_openai):
@@ -81,7 +83,9 @@ def test_without_a_server_tokenizer_the_estimate_is_used_and_warned_once(fake_op
     shown = _estimate_warnings(caught)
     assert len(shown) == 1
     message = str(shown[0].message)
-    assert 'documents are cut at other places' in message and 'tokenizer=' in message and '/tokenize' in message
+    assert 'documents are cut at other places' in message
+    assert 'tokenizer=' in message
+    assert '/tokenize' in message
     assert len(_posts(server, '/tokenize')) == 1  # asked once, then never again
 
 
@@ -119,5 +123,6 @@ def test_listwise_window_and_summary_prompts_cut_with_the_server_tokenizer(fake_
     assert not _estimate_warnings(caught)
     window, summary = [json.dumps(body['messages']) for body in _posts(server, '/v1/chat/completions')][:2]
     for prompt in (window, summary):
-        assert 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9' in prompt and 'w10' not in prompt
+        assert 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9' in prompt
+        assert 'w10' not in prompt
         assert prompt.count('incomprehensibilities') == 10  # 10 tokens; the estimate keeps 1
