@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._driver import window_starts
-from ._llm import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each
 from ._params import Rebuildable
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
 from ._vectors import VectorComponent
