@@ -15,7 +15,7 @@ _EXPORTS = {
     'dense_corpus_graph': '._graphs',
     'bm25_corpus_graph': '._graphs',
     'bm25_index': '._graphs',
-    'minilm_encoder': '._graphs',
+    'minilm_encoder': '._encoding',
     'encode_corpus': '._graphs',
     'load_corpus_graph': '._graphs',
     'hnsw_corpus_graph': '._ann',  # approximate (FAISS HNSW) dense graph for large corpora

