@@ -87,10 +87,13 @@ def min_cosine(got, ref):
     return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
 
 
+def _with_title(doc):
+    title = (doc.get('title') or '').strip()
+    return {'docno': doc['docno'], 'text': f"{title} {doc.get('text') or ''}" if title else doc.get('text') or ''}
+
+
 def before_local(docs, path):
     import pyterrier_dr
-
-    from pyterrier_garen._graphs import _with_title
     items = [_with_title(d) for d in docs.get_corpus_iter()]
     (garen.minilm_encoder() >> pyterrier_dr.FlexIndex(str(path), verbose=False).indexer()).index(items)
     return pyterrier_dr.FlexIndex(str(path), verbose=False)
@@ -98,12 +101,9 @@ def before_local(docs, path):
 
 def before_ray(docs, path, factory, workers):
     import pyterrier_dr
-
-    from pyterrier_garen._graphs import _with_title
-    from pyterrier_garen._ray import encode_into
     items = [_with_title(d) for d in docs.get_corpus_iter()]
-    encode_into(pyterrier_dr.FlexIndex(str(path), verbose=False).indexer(), items, encoder=factory,
-                ray=garen.RayOptions(workers=workers))
+    indexer = pyterrier_dr.FlexIndex(str(path), verbose=False).indexer()
+    indexer.index(garen.encode_docs(items, factory=factory, options=garen.RayOptions(workers=workers)))
     return pyterrier_dr.FlexIndex(str(path), verbose=False)
 
 
@@ -116,8 +116,6 @@ def main():
     parser.add_argument('--workers', type=int, default=2)
     args = parser.parse_args()
     import torch
-
-    from pyterrier_garen._encoding import native_bf16
     if args.threads:
         torch.set_num_threads(args.threads)
     docs = Head(garen.LocalDataset(garen.data_dir(args.collection)), args.docs)
@@ -155,7 +153,7 @@ def main():
     ref = rows[0][3]
     base = {'before': rows[0][1]}
     print(f'\n{args.collection}, first {args.docs} documents; torch threads {torch.get_num_threads()}; native '
-          f'bfloat16: {native_bf16()}; load average {os.getloadavg()[0]:.1f}')
+          f'bfloat16: {garen.native_bf16()}; load average {os.getloadavg()[0]:.1f}')
     print('| path | CPU s | docs per CPU-second | × before | wall s | min cosine to before |')
     print('|---|---|---|---|---|---|')
     worst = 1.0

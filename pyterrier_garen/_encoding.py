@@ -204,6 +204,59 @@ def encoder_slug(encoder) -> str:
 
 
 # ---------------------------------------------------------------------------------------------------------------------
+# chunks on Ray (ray itself is imported by pyterrier_garen._ray, when a job runs)
+# ---------------------------------------------------------------------------------------------------------------------
+
+class _ChunkWorker:
+    """One Ray actor: builds its encoder once (``factory()``), then encodes whole chunks (as one process does)."""
+
+    def __init__(self, factory: Callable[[], Any], batch_size: int, precision: str):
+        self.encoder = factory()
+        self.batch_size = batch_size
+        self.precision = resolve_precision(precision)
+
+    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        vecs = [encode_texts(self.encoder, json.loads(texts), self.batch_size, self.precision)
+                for texts in batch['texts']]
+        return {'chunk': np.asarray(batch['chunk'], dtype=np.int64),
+                'vecs': np.asarray([v.tobytes() for v in vecs], dtype=object),
+                'dim': np.asarray([v.shape[1] for v in vecs], dtype=np.int64)}
+
+
+def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[], Any], options,
+                  batch_size: int = 32, precision: str = 'fp32',
+                  verbose: bool = False) -> Iterator[Tuple[int, np.ndarray]]:
+    """Encode chunks of texts in a Ray actor pool, one chunk per task; yields ``(chunk id, vectors)`` as chunks
+    finish (in any order; a chunk retried after a worker failure may arrive twice, with the same vectors).
+
+    Args:
+        jobs: ``(chunk id, texts)`` pairs.
+        factory: a picklable zero-argument callable returning an encoder (see ``encode_docs``).
+        options: where to run and how many actors.
+        batch_size: documents per model call inside a chunk.
+        precision: ``'fp32'``, ``'bf16'`` or ``'auto'`` (decided in each actor, by its CPU).
+    """
+    import pyterrier as pt
+    if isinstance(factory, pt.Transformer) or not callable(factory):
+        raise TypeError(f'{factory!r} is not an encoder factory: on Ray each actor builds its own encoder, so pass a '
+                        'zero-argument callable (e.g. pyterrier_garen.minilm_encoder or functools.partial(...)) '
+                        "or a spec string ('sbert:FOLDER')")
+    if not jobs:
+        return
+    from ._ray import _compute, _session
+    with _session(options, verbose) as (_, data):
+        items = [{'chunk': int(c), 'texts': json.dumps(list(texts))} for c, texts in jobs]
+        ds = data.from_items(items, override_num_blocks=len(items))  # a failure re-runs one chunk
+        out = ds.map_batches(_ChunkWorker, batch_size=1,
+                             fn_constructor_kwargs={'factory': factory, 'batch_size': int(batch_size),
+                                                    'precision': precision},
+                             **_compute(data, options))
+        for row in out.iter_rows():
+            vecs = np.frombuffer(row['vecs'], dtype=np.float32).reshape(-1, int(row['dim']))
+            yield int(row['chunk']), vecs
+
+
+# ---------------------------------------------------------------------------------------------------------------------
 # chunked, resumable encoding
 # ---------------------------------------------------------------------------------------------------------------------
 def _tokenizer(encoder):
@@ -354,7 +407,7 @@ def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_
     if ray:
         import pyterrier as pt
 
-        from ._ray import encode_chunks, ray_options
+        from ._ray import ray_options
         factory = encoder_factory(encoder)
         if isinstance(factory, pt.Transformer) or not callable(factory):
             raise TypeError(f'{encoder!r} is not an encoder factory: on Ray each actor builds its own encoder, so '

@@ -28,7 +28,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
-           'encode_into', 'encode_chunks']
+           'encode_into']
 
 _EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
 
@@ -430,52 +430,3 @@ def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Callable[[]
     return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
                                      verbose=verbose))
 
-
-class _ChunkWorker:
-    """One Ray actor: builds its encoder once (``factory()``), then encodes whole chunks (as one process does)."""
-
-    def __init__(self, factory: Callable[[], Any], batch_size: int, precision: str):
-        from ._encoding import resolve_precision
-        self.encoder = factory()
-        self.batch_size = batch_size
-        self.precision = resolve_precision(precision)
-
-    def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
-        from ._encoding import encode_texts
-        vecs = [encode_texts(self.encoder, json.loads(texts), self.batch_size, self.precision)
-                for texts in batch['texts']]
-        return {'chunk': np.asarray(batch['chunk'], dtype=np.int64),
-                'vecs': np.asarray([v.tobytes() for v in vecs], dtype=object),
-                'dim': np.asarray([v.shape[1] for v in vecs], dtype=np.int64)}
-
-
-def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[], Any], options: RayOptions,
-                  batch_size: int = 32, precision: str = 'fp32',
-                  verbose: bool = False) -> Iterator[Tuple[int, np.ndarray]]:
-    """Encode chunks of texts in a Ray actor pool, one chunk per task; yields ``(chunk id, vectors)`` as chunks
-    finish (in any order; a chunk retried after a worker failure may arrive twice, with the same vectors).
-
-    Args:
-        jobs: ``(chunk id, texts)`` pairs.
-        factory: a picklable zero-argument callable returning an encoder (see ``encode_docs``).
-        options: where to run and how many actors.
-        batch_size: documents per model call inside a chunk.
-        precision: ``'fp32'``, ``'bf16'`` or ``'auto'`` (decided in each actor, by its CPU).
-    """
-    import pyterrier as pt
-    if isinstance(factory, pt.Transformer) or not callable(factory):
-        raise TypeError(f'{factory!r} is not an encoder factory: on Ray each actor builds its own encoder, so pass a '
-                        'zero-argument callable (e.g. pyterrier_garen.minilm_encoder or functools.partial(...)) '
-                        "or a spec string ('sbert:FOLDER')")
-    if not jobs:
-        return
-    with _session(options, verbose) as (_, data):
-        items = [{'chunk': int(c), 'texts': json.dumps(list(texts))} for c, texts in jobs]
-        ds = data.from_items(items, override_num_blocks=len(items))  # a failure re-runs one chunk
-        out = ds.map_batches(_ChunkWorker, batch_size=1,
-                             fn_constructor_kwargs={'factory': factory, 'batch_size': int(batch_size),
-                                                    'precision': precision},
-                             **_compute(data, options))
-        for row in out.iter_rows():
-            vecs = np.frombuffer(row['vecs'], dtype=np.float32).reshape(-1, int(row['dim']))
-            yield int(row['chunk']), vecs

@@ -59,7 +59,6 @@ def test_ray_encoding_resumes_after_an_interruption(ray_cluster, tmp_path, monke
     """Interrupted (the third finished chunk fails to be stored), then rerun: only the missing chunks go to the
     actors, and the index has the bytes of an uninterrupted Ray run."""
     import pyterrier_garen._encoding as encoding
-    import pyterrier_garen._ray as ray_module
     from pyterrier_garen._encoding import ChunkStore, partial_dir
     from pyterrier_garen._graphs import _with_title
     from pyterrier_garen.synthetic import make_synthetic
@@ -87,12 +86,12 @@ def test_ray_encoding_resumes_after_an_interruption(ray_cluster, tmp_path, monke
     assert not path.exists()
     assert sorted(int(p.stem.split('-')[1]) for p in partial_dir(path).glob('chunk-*.npy')) == sorted(writes)
 
-    real_chunks, sent = ray_module.encode_chunks, []
+    real_chunks, sent = encoding.encode_chunks, []
 
     def recording(jobs, **kwargs):
         sent.extend(c for c, _ in jobs)
         return real_chunks(jobs, **kwargs)
-    monkeypatch.setattr(ray_module, 'encode_chunks', recording)
+    monkeypatch.setattr(encoding, 'encode_chunks', recording)
     encode_corpus(collection, path, encoder=spec, ray=options, verbose=False)
     assert sorted(sent) == sorted(set(range(8)) - set(writes))  # the finished chunks were not encoded again
     for name in ('vecs.f4', 'docnos.npids', 'pt_meta.json'):
