@@ -48,7 +48,7 @@ def test_package_file_loads_from_a_path(tmp_path):
         load_package(tmp_path / 'missing.tar.lz4')
 
 
-def test_package_served_over_http_on_localhost(tmp_path, monkeypatch):
+def test_package_served_over_http_on_localhost(tmp_path, monkeypatch, local_network):
     groups = _groups(tmp_path / 'groups')
     package = groups.build_package(str(tmp_path / 'share' / 'groups.tar.lz4'), verbose=False)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / 'share'))
@@ -84,7 +84,8 @@ for call in (lambda: groups.to_hf('user/repo'), lambda: GroupCorpusGraph.from_hf
 @pytest.mark.parametrize('offline', [False, True], ids=['refused', 'HF_HUB_OFFLINE'])
 def test_hub_without_network_is_one_line(tmp_path, offline):
     pytest.importorskip('huggingface_hub', reason='huggingface_hub is not installed')
-    env = {**os.environ, 'HF_ENDPOINT': 'http://127.0.0.1:9', 'HF_TOKEN': SECRET,
+    env = {**{k: v for k, v in os.environ.items() if 'proxy' not in k.lower()},
+           'HF_ENDPOINT': 'http://127.0.0.1:9', 'HF_TOKEN': SECRET,
            'PYTERRIER_HOME': str(tmp_path / 'home'), 'HF_HUB_OFFLINE': '1' if offline else '0',
            'PYTHONPATH': str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', '')}
     proc = subprocess.run([sys.executable, '-c', textwrap.dedent(NO_NETWORK), str(tmp_path / 'g')], env=env,
