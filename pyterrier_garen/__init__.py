@@ -52,6 +52,8 @@ _EXPORTS = {
     'VectorScorer': '._rerankers',
     'ListwiseReranker': '._rerankers',
     'parse_ranking': '._rerankers',
+    'CrossEncoderScorer': '._text_rerankers',  # any text reranker inside GAREN (_text_rerankers.py)
+    'with_text': '._text_rerankers',
     # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
     'Engine': '._engines',
     'VLLMEngine': '._engines',

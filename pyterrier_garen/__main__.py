@@ -132,7 +132,7 @@ def _cmd_compare(args) -> None:
         try:
             table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
-                            verbose=not args.quiet)
+                            verbose=not args.quiet, reranker=args.reranker)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
@@ -194,6 +194,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--navigator', default='centroid', choices=NAVIGATORS,
                    help="GAREN's navigator: query vs. group centroid, vs. the summary's vector, or connectivity "
                         'votes')
+    p.add_argument('--reranker', default='minilm',
+                   help='the reranker of every system: minilm (cosine over stored vectors), '
+                        'cross-encoder:NAME_OR_FOLDER (a sentence-transformers CrossEncoder over the text) or '
+                        'factory:package.module:function (function(prepared) returns a pointwise pt.Transformer)')
     p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
                    help=f'systems to run, from: {" ".join(SYSTEMS)} (default: all of them)')
     labels = p.add_mutually_exclusive_group()

@@ -152,7 +152,7 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems=SYSTEMS,
-            binary: Optional[bool] = None, verbose: bool = False) -> pd.DataFrame:
+            binary: Optional[bool] = None, verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -168,6 +168,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
         verbose: progress bars: one per offline step that builds something, one over the systems.
+        reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
+            ``'factory:package.module:function'`` (see ``pyterrier_garen._text_rerankers.RERANKERS``).
 
     Returns:
         The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, when GAREN is among the systems, paired t-test
@@ -191,8 +193,14 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
     if num_queries is not None and num_queries < 1:
         raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
+    from ._text_rerankers import RERANKERS, build_reranker
+    if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
+        build_reranker(reranker, None)
     prepared = prepare(dataset, workdir, verbose=verbose)
-    reranker, nav = cpu_components(prepared, navigator=navigator)
+    spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
+    reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
+    if spec != 'minilm':
+        reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
@@ -228,7 +236,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'excluded_removed': excluded,
         'budget': budget,
         'first_stage': FIRST_STAGE,
-        'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
+        'reranker': reranker_text,
         'navigator': _NAVIGATOR_TEXT[navigator],
         'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
                   f"k-NN graph, extractive summaries",

@@ -56,6 +56,8 @@ def build_tiny_cross_encoder(folder, texts, *, seed: int = 0, max_length: int = 
     folder = Path(folder)
     tokenizer = _tokenizer(texts, max_length)
     torch.manual_seed(seed)
-    BertForSequenceClassification(_config(len(tokenizer), num_labels=1)).eval().save_pretrained(folder)
+    # larger random weights than BERT's default: relevance logits spread far beyond float noise between batches
+    config = _config(len(tokenizer), num_labels=1, initializer_range=0.5)
+    BertForSequenceClassification(config).eval().save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
