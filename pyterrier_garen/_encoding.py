@@ -260,24 +260,11 @@ def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[]
 # ---------------------------------------------------------------------------------------------------------------------
 # chunked, resumable encoding
 # ---------------------------------------------------------------------------------------------------------------------
-def _tokenizer(encoder):
-    model = getattr(encoder, 'model', None)
-    return getattr(model, 'tokenizer', None) or getattr(encoder, 'tokenizer', None)
-
-
-def length_order(texts: Sequence[str], encoder=None) -> np.ndarray:
-    """Positions of ``texts`` from shortest to longest (tokens when the encoder has a tokenizer, else characters;
-    ties in corpus order), so that every batch pads to nearly the same length."""
-    tokenizer = _tokenizer(encoder) if encoder is not None else None
-    if tokenizer is not None:
-        lengths, step = [], 4096
-        for i in range(0, len(texts), step):
-            ids = tokenizer(list(texts[i:i + step]), add_special_tokens=False, truncation=False,
-                            return_attention_mask=False, verbose=False)['input_ids']
-            lengths.extend(len(x) for x in ids)
-    else:
-        lengths = [len(t) for t in texts]
-    return np.argsort(np.asarray(lengths, dtype=np.int64), kind='stable')
+def length_order(texts: Sequence[str]) -> np.ndarray:
+    """Positions of ``texts`` from shortest to longest in characters (ties in corpus order), so that every batch
+    pads to nearly the same length. Characters, not tokens: the driver of a Ray run has no model, and both paths
+    must cut the same chunks."""
+    return np.argsort(np.asarray([len(t) for t in texts], dtype=np.int64), kind='stable')
 
 
 def native_bf16() -> bool:
@@ -415,10 +402,9 @@ def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_
                             'pass a spec string (\'sbert:FOLDER\') or a zero-argument callable (e.g. '
                             'pyterrier_garen.minilm_encoder or functools.partial(...))')
         live = None
-        order = length_order(texts)
     else:
         live = load_encoder(encoder or DEFAULT) if isinstance(encoder, str) or encoder is None else encoder
-        order = length_order(texts, live)
+    order = length_order(texts)
     precision = resolve_precision(precision) if not ray or precision != 'auto' else precision
     manifest = {'encoder': encoder_identity(encoder if ray else live), 'docs': len(docs), 'chunk': int(chunk),
                 'precision': precision,
