@@ -153,7 +153,7 @@ def main():
     ref = rows[0][3]
     base = {'before': rows[0][1]}
     print(f'\n{args.collection}, first {args.docs} documents; torch threads {torch.get_num_threads()}; native '
-          f'bfloat16: {garen.native_bf16()}; load average {os.getloadavg()[0]:.1f}')
+          f'bfloat16: {garen.native_bf16()}; load average {os.getloadavg()[0]:.1f}\n')
     print('| path | CPU s | docs per CPU-second | × before | wall s | min cosine to before |')
     print('|---|---|---|---|---|---|')
     worst = 1.0
