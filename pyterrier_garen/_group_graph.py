@@ -29,8 +29,10 @@ class GroupCorpusGraph(CorpusGraph):
     """A corpus graph whose documents are partitioned into small groups, each with an optional summary.
 
     It is a :class:`pyterrier_adaptive.CorpusGraph` (``neighbours(docno)`` works, so
-    ``pyterrier_adaptive.GAR(scorer, groups)`` runs over it) and the factory of GAREN transformers
-    (:meth:`garen`). Files (all raw arrays, JSON and JSONL; no pickle):
+    ``pyterrier_adaptive.GAR(scorer, groups)`` runs over it) and the factory of every search over it, as a
+    ``PisaIndex`` is of its retrievers: :meth:`garen`, :meth:`doc_garen`, :meth:`gar`, :meth:`slidegar` and
+    :meth:`rgs` (sliding-window re-ranking follows no graph, so it has none). Files (all raw arrays, JSON and
+    JSONL; no pickle):
 
     * ``edges.u32.np`` / ``weights.f16.np`` / ``docnos.npids``: pyterrier-adaptive's ``np_topk`` layout, docnos in
       string-sorted order (so the npids lookup round-trips);
@@ -452,6 +454,21 @@ class GroupCorpusGraph(CorpusGraph):
         through; see :class:`pyterrier_garen._gar.GAR`)."""
         from ._gar import GAR
         return GAR(scorer, self, **kwargs)
+
+    def slidegar(self, reranker: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.SlideGAR` transformer over this graph (keyword arguments pass through)."""
+        from ._baselines import SlideGAR
+        return SlideGAR(reranker, self, **kwargs)
+
+    def rgs(self, reranker: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.RGS` transformer over this graph (keyword arguments pass through)."""
+        from ._baselines import RGS
+        return RGS(reranker, self, **kwargs)
+
+    def doc_garen(self, reranker: pt.Transformer, navigator: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.DocGAREN` transformer (document-level navigation) over this graph."""
+        from ._baselines import DocGAREN
+        return DocGAREN(reranker, self, navigator, **kwargs)
 
     # -- building (see _group_builder.py) ----------------------------------------------------------------------
     @classmethod

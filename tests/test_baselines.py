@@ -4,8 +4,10 @@ import inspect
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_graph import DictScorer, HashScorer, ToyGroupGraph, first_stage
+from _toy_graph import (DictScorer, HashScorer, ToyGroupGraph, assert_batched_equals_per_query, first_stage,
+                        toy_components)
 
+from pyterrier_garen import _registry
 from pyterrier_garen._baselines import RGS, DocGAREN, SlideGAR, SlidingWindowReranker
 
 
@@ -161,6 +163,16 @@ def test_batched_budget_empty_and_repr(make):
     assert 'budget=12' in repr(model)
     for name in inspect.signature(type(model).__init__).parameters:
         assert name == 'self' or hasattr(model, name)
+
+
+@pytest.mark.parametrize('name', _registry.system_names())
+def test_every_registered_system_batched_equals_per_query(name):
+    """Every system of compare's table, built by its registry factory, gives each query the same run in a batch."""
+    components, inp = toy_components()
+    pipeline = _registry.system(name).factory(components)
+    run = assert_batched_equals_per_query(pipeline, inp)
+    assert (run.groupby('qid').size() <= components.budget).all()
+    assert (run.groupby('qid').score.diff().dropna() <= 0).all()
 
 
 def test_invalid_parameters():
