@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 import pyterrier as pt
 
 from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch, slide
-from ._garen import by_last_placement, check_window, window_loop
+from ._garen import by_last_placement, window_loop
 from ._params import check_positive
 
 __all__ = ['SlidingWindowReranker', 'SlideGAR', 'RGS', 'DocGAREN']
@@ -48,10 +48,7 @@ class SlidingWindowReranker(WindowSearch):
         self.stride = stride
         self.budget = budget
         self.verbose = verbose
-        check_positive(window=window, stride=stride, budget=budget)
-        if stride > window:
-            raise ValueError(f'stride ({stride}) must not exceed window ({window}), or documents between windows '
-                             'would never be re-ranked')
+        self._check_sizes()
 
     def _search(self, state):
         ranking = state.r0[:self.budget]
@@ -77,6 +74,8 @@ class SlideGAR(WindowSearch):
     1-based step in which the document first entered a window.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, window: int = 20, keep: int = 10, budget: int = 100,
                  verbose: bool = False):
         """
@@ -95,10 +94,7 @@ class SlideGAR(WindowSearch):
         self.keep = keep
         self.budget = budget
         self.verbose = verbose
-        check_window(window, keep, budget)
-
-    def _graph(self):
-        return self.graph
+        self._check_sizes()
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -145,6 +141,8 @@ class RGS(WindowSearch):
     for documents found by the ``k``-th expansion that found unseen neighbours.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, budget: int = 100, queue_size: Optional[int] = None,
                  window: int = 20, stride: int = 10, seed_size: Optional[int] = None, verbose: bool = False):
         """
@@ -166,7 +164,8 @@ class RGS(WindowSearch):
         self.stride = stride
         self.seed_size = seed_size
         self.verbose = verbose
-        check_positive(budget=budget, window=window, stride=stride, queue_size=self.L, seed_size=self.seeds)
+        self._check_sizes()
+        check_positive(queue_size=self.L, seed_size=self.seeds)
 
     @property
     def L(self) -> int:  # noqa: N802 (paper notation)
@@ -177,9 +176,6 @@ class RGS(WindowSearch):
     def seeds(self) -> int:
         """Seed documents in use: ``seed_size``, by default ``max(1, budget // 5)``, at most ``budget``."""
         return min(self.seed_size if self.seed_size is not None else max(1, self.budget // 5), self.budget)
-
-    def _graph(self):
-        return self.graph
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -225,6 +221,8 @@ class DocGAREN(WindowSearch):
     ``last_trace`` are as in GAREN (``groups_scored`` counts the documents the navigator scored).
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, navigator: pt.Transformer, *, window: int = 20,
                  keep: int = 10, budget: int = 100, trace: bool = False, verbose: bool = False):
         """
@@ -246,10 +244,7 @@ class DocGAREN(WindowSearch):
         self.budget = budget
         self.trace = trace
         self.verbose = verbose
-        check_window(window, keep, budget)
-
-    def _graph(self):
-        return self.graph
+        self._check_sizes()
 
     def _search(self, state: QueryState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)

@@ -18,10 +18,10 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import first_stage, neighbour_lookup, ranking_frame
-from ._params import Rebuildable
+from ._params import Rebuildable, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
-           'QueryState', 'WindowSearch']
+           'QueryState', 'WindowSearch', 'check_window']
 
 RERANK = 'rerank'
 NAVIGATE = 'navigate'
@@ -187,9 +187,6 @@ class QueryState:
     observed: Dict[str, int] = field(default_factory=dict)  # docno -> 1-based step it was first sent to the reranker
     last: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # docno -> (iteration, position) last re-ranked
     cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
-    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
-    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
-    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
 
     def __post_init__(self):
         self.rank0 = {d: i for i, d in enumerate(self.r0)}
@@ -237,12 +234,23 @@ class _Recorder:
                 steps.append(dict(payload))
 
 
+def check_window(window: int, keep: int, budget: int) -> None:
+    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
+    check_positive(window=window, keep=keep, budget=budget)
+    if keep >= window:
+        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
+                         f'enter the window; e.g. keep={window // 2}')
+
+
 class WindowSearch(Rebuildable, pt.Transformer):
     """Base of every windowed search: one coroutine per query, all queries batched, a ranking frame out.
 
-    A subclass stores its ``reranker`` (and ``navigator`` when it has one), ``verbose`` and ``trace``, and defines
-    :meth:`_search`, the per-query search over a :class:`QueryState`. ``columns`` names the integer columns
-    :meth:`_columns` adds to the output (``iteration`` by default).
+    A subclass stores every ``__init__`` argument under its own name (its ``reranker``, its ``navigator`` when it
+    has one, ``verbose``, ``trace``), calls :meth:`_check_sizes` at the end of ``__init__`` and defines
+    :meth:`_search`, the per-query search over a :class:`QueryState` (or the subclass ``state_class`` names).
+    ``graph_param`` names the argument holding the graph whose ``neighbours`` the search follows (``None``: it
+    follows none). ``columns`` names the integer columns :meth:`_columns` adds to the output (``iteration`` by
+    default).
 
     After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
     reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
@@ -253,10 +261,26 @@ class WindowSearch(Rebuildable, pt.Transformer):
     verbose: bool = False
     trace: bool = False
     columns: Tuple[str, ...] = ('iteration',)
+    graph_param: Optional[str] = None
+    state_class: type = QueryState
 
     def _graph(self) -> Any:
         """The graph whose ``neighbours`` the search follows (None if it follows none)."""
-        return None
+        return getattr(self, self.graph_param) if self.graph_param else None
+
+    def _check_sizes(self) -> None:
+        """Validate the sizes every windowed search shares, whichever of them it has.
+
+        ``window``, ``keep``, ``stride`` and ``budget`` are positive integers; ``keep < window`` (or no new document
+        could enter a window) and ``stride <= window`` (or documents between two windows would never be re-ranked).
+        """
+        sizes = {name: getattr(self, name) for name in ('window', 'keep', 'stride', 'budget') if hasattr(self, name)}
+        if 'keep' in sizes:
+            check_window(sizes['window'], sizes['keep'], sizes['budget'])
+        check_positive(**sizes)
+        if 'stride' in sizes and sizes['stride'] > sizes['window']:
+            raise ValueError(f"stride ({sizes['stride']}) must not exceed window ({sizes['window']}), or documents "
+                             'between windows would never be re-ranked')
 
     def _search(self, state: QueryState) -> Search:
         """Yield requests and return the final ranking of the observed documents of one query."""
@@ -277,7 +301,7 @@ class WindowSearch(Rebuildable, pt.Transformer):
         queries = first_stage(inp, context=self)
         graph = self._graph()
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
-        states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
+        states = {(qid, query): self.state_class(r0, neighbours) for qid, query, r0 in queries}
         recorder = _Recorder(self.trace)
         rankings = run_batched({key: self._search(state) for key, state in states.items()}, self._handlers(),
                                observer=recorder, desc=type(self).__name__, verbose=self.verbose)

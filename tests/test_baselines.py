@@ -185,3 +185,10 @@ def test_invalid_parameters():
         DocGAREN(reranker, None, reranker, window=4, keep=4)
     with pytest.raises(ValueError, match='budget'):
         RGS(reranker, None, budget=0)
+    # the checks every windowed search shares (WindowSearch._check_sizes), whichever sizes it has
+    with pytest.raises(ValueError, match=r'stride \(11\) must not exceed window \(10\)'):
+        RGS(reranker, None, window=10, stride=11)
+    with pytest.raises(ValueError, match='window must be a positive integer, got 2.5'):
+        SlidingWindowReranker(reranker, window=2.5, stride=1)
+    with pytest.raises(ValueError, match='keep must be a positive integer, got True'):
+        SlideGAR(reranker, None, keep=True)
