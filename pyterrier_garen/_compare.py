@@ -11,6 +11,7 @@ import pandas as pd
 import pyterrier as pt
 
 from . import _registry
+from ._params import check_int
 
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
@@ -75,8 +76,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
-    if not isinstance(budget, int) or budget < 1:
-        raise ValueError(f'budget must be a positive integer (documents reranked per query), got {budget!r}')
+    check_int('budget', budget, low=1, note='documents reranked per query')
     window = _window()
     if budget < window:
         warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
@@ -165,8 +165,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     elif isinstance(dataset, (str, Path)):
         dataset = load_dataset(str(dataset))
     _registry.navigator(navigator)  # an unknown name fails before anything is built
-    if num_queries is not None and num_queries < 1:
-        raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
+    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
     prepared = prepare(dataset, workdir, verbose=verbose)
     reranker, nav = cpu_components(prepared, navigator=navigator)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)

@@ -16,7 +16,8 @@ import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
-from ._params import check_groups, check_nonnegative, check_probability
+from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
+                      check_probability)
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
@@ -398,6 +399,7 @@ class GAREN(WindowSearch):
         self.budget = budget
         self.group_budget = group_budget
         self.tau_switch = tau_switch
+        check_choice('strategy', strategy, [s.value for s in Strategy])
         self.strategy = Strategy(strategy)
         self.propagate = propagate
         self.p = p
@@ -413,18 +415,14 @@ class GAREN(WindowSearch):
         check_probability(p=p)
         check_nonnegative(alpha=alpha)
         check_groups(groups, 'GAREN', needs=('group_of', 'group_members', 'summary', 'neighbours'))
-        for name in ('interleave', 'switch_members'):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f'{name} must be a non-negative integer (0 = off), got {value!r}')
-        for name in ('evidence_weight', 'fusion'):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
-        if member_order not in MEMBER_ORDERS:
-            raise ValueError(f'member_order must be one of {MEMBER_ORDERS}, got {member_order!r}')
-        if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
-            raise ValueError(f'group_budget (K_g) must be a non-negative integer, got {group_budget!r}')
+        check_int('group_budget', group_budget, low=0, note='K_g, new groups scored per iteration')
+        check_int('tau_switch', tau_switch, low=0, note='the last exploring iteration')
+        check_int('interleave', interleave, low=0, note='0 = off')
+        check_int('switch_members', switch_members, low=0, note='0 = off')
+        check_number('evidence_weight', evidence_weight, low=0, note='0 = off')
+        check_number('fusion', fusion, low=0, note='0 = off')
+        check_choice('member_order', member_order, MEMBER_ORDERS)
+        check_bool(propagate=propagate, trace=trace)
 
     columns = ('iteration', 'group')
     graph_param = 'groups'

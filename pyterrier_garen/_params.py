@@ -4,37 +4,110 @@ from __future__ import annotations
 import inspect
 import math
 from enum import Enum
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 import numpy as np
 
-__all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_groups', 'parse_group_ids',
-           'rebuild_repr', 'Rebuildable']
+__all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_int', 'check_number', 'check_bool',
+           'check_choice', 'check_optional_positive', 'check_groups', 'parse_group_ids', 'rebuild_repr', 'Rebuildable']
+
+# The one vocabulary of parameter checks. Every message reads "<name> must be <range>, got <value!r>" (plus a note
+# where one helps), and no check accepts a bool as a number: True == 1 in Python, yet ``fusion=True`` or
+# ``window=True`` is a mistake, not a weight or a size.
 
 
-def check_positive(**values: int) -> None:
-    """Raise ``ValueError`` for any parameter that is not a positive integer."""
+def is_int(value: Any) -> bool:
+    """A Python or NumPy integer that is not a bool."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, np.integer))
+
+
+def is_real(value: Any) -> bool:
+    """A Python or NumPy integer or float that is not a bool (NaN and infinity included)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(value, (int, float, np.integer, np.floating))
+
+
+def _fail(name: str, value: Any, expected: str, note: str = '') -> None:
+    raise ValueError(f'{name} must be {expected}, got {value!r}' + (f' ({note})' if note else ''))
+
+
+def _int_range(low: Optional[int], high: Optional[int]) -> str:
+    if low is not None and high is not None:
+        return f'an integer from {low} to {high}'
+    if low == 1:
+        return 'a positive integer'
+    return f'an integer >= {low}' if low is not None else (f'an integer <= {high}' if high is not None else
+                                                            'an integer')
+
+
+def check_int(name: str, value: Any, *, low: Optional[int] = None, high: Optional[int] = None,
+              none_ok: bool = False, note: str = '') -> None:
+    """``ValueError`` unless ``value`` is an integer (not a bool) in ``[low, high]`` (or ``None`` when allowed)."""
+    if value is None and none_ok:
+        return
+    if not is_int(value) or (low is not None and value < low) or (high is not None and value > high):
+        _fail(name, value, _int_range(low, high) + (' or None' if none_ok else ''), note)
+
+
+def check_number(name: str, value: Any, *, low: Optional[float] = None, high: Optional[float] = None,
+                 low_open: bool = False, high_open: bool = False, none_ok: bool = False, note: str = '') -> None:
+    """``ValueError`` unless ``value`` is a finite real number (not a bool) in the range given.
+
+    ``low``/``high`` bound it, inclusive unless ``low_open``/``high_open``; ``None`` passes when ``none_ok``.
+    """
+    if value is None and none_ok:
+        return
+    ok = is_real(value) and math.isfinite(value) and \
+        (low is None or (value > low if low_open else value >= low)) and \
+        (high is None or (value < high if high_open else value <= high))
+    if not ok:
+        if low is not None and high is not None and low_open and high_open:
+            expected = f'a number strictly between {low:g} and {high:g}'
+        elif low is not None and high is not None:
+            expected = f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        elif low is not None:
+            expected = f"a finite number {'>' if low_open else '>='} {low:g}"
+        elif high is not None:
+            expected = f"a finite number {'<' if high_open else '<='} {high:g}"
+        else:
+            expected = 'a finite number'
+        _fail(name, value, expected + (' or None' if none_ok else ''), note)
+
+
+def check_positive(**values: Any) -> None:
+    """``ValueError`` for any parameter that is not a positive integer (``name=value`` pairs)."""
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f'{name} must be a positive integer, got {value!r}')
+        check_int(name, value, low=1)
 
 
-def _real(value: Any) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-
-
-def check_probability(**values: float) -> None:
-    """Raise ``ValueError`` for any parameter that is not a finite number strictly between 0 and 1."""
+def check_optional_positive(**values: Any) -> None:
+    """``ValueError`` for any parameter that is neither ``None`` nor a positive integer."""
     for name, value in values.items():
-        if not _real(value) or not math.isfinite(value) or not 0 < value < 1:
-            raise ValueError(f'{name} must be a number strictly between 0 and 1, got {value!r}')
+        check_int(name, value, low=1, none_ok=True)
 
 
-def check_nonnegative(**values: float) -> None:
-    """Raise ``ValueError`` for any parameter that is not a finite number >= 0 (NaN and infinity included)."""
+def check_probability(**values: Any) -> None:
+    """``ValueError`` for any parameter that is not a finite number strictly between 0 and 1."""
     for name, value in values.items():
-        if not _real(value) or not math.isfinite(value) or value < 0:
-            raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
+        check_number(name, value, low=0, high=1, low_open=True, high_open=True)
+
+
+def check_nonnegative(**values: Any) -> None:
+    """``ValueError`` for any parameter that is not a finite number >= 0 (NaN and infinity included)."""
+    for name, value in values.items():
+        check_number(name, value, low=0)
+
+
+def check_bool(**values: Any) -> None:
+    """``ValueError`` for any parameter that is not ``True`` or ``False`` (a string such as ``'no'`` is truthy)."""
+    for name, value in values.items():
+        if not isinstance(value, (bool, np.bool_)):
+            _fail(name, value, 'True or False')
+
+
+def check_choice(name: str, value: Any, choices: Sequence[Any]) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``."""
+    if isinstance(value, (bool, np.bool_)) or value not in tuple(choices):
+        _fail(name, value, f'one of {tuple(choices)}')
 
 
 GROUP_API = ('group_of', 'group_members', 'num_groups')

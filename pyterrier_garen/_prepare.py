@@ -124,11 +124,9 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
-    if graph not in ('dense', 'bm25'):
-        raise ValueError(f'graph must be "dense" or "bm25", got {graph!r}')
-    for name, value in (('k', k), ('max_group_size', max_group_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f'{name} must be a positive integer, got {value!r}')
+    from ._params import check_choice, check_positive
+    check_choice('graph', graph, ('dense', 'bm25'))
+    check_positive(k=k, max_group_size=max_group_size)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
     fingerprint = collection_fingerprint(dataset)

@@ -215,10 +215,10 @@ class RayOptions:
     init_kwargs: Dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if int(self.workers) < 1:
-            raise ValueError(f'workers must be at least 1; got {self.workers}')
-        if self.max_retries < 0:
-            raise ValueError(f'max_retries must be >= 0; got {self.max_retries}')
+        from ._params import check_int, check_nonnegative, check_positive
+        check_positive(workers=self.workers)
+        check_int('max_retries', self.max_retries, low=0)
+        check_nonnegative(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
 
     def describe(self) -> Dict[str, Any]:
         """What is recorded in an artifact about the run (no secrets: the address only)."""

@@ -6,13 +6,14 @@ always gets the same score across runs, processes and batch compositions. Never 
 from __future__ import annotations
 
 import hashlib
-import math
 from statistics import NormalDist
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+
+from ._params import check_choice, check_int, check_number
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise']
 
@@ -46,10 +47,11 @@ def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple
 
 
 def _check_noise(noise: float, seed: int, context: str) -> None:
-    if not isinstance(noise, (int, float, np.integer, np.floating)) or not math.isfinite(noise) or noise < 0:
-        raise ValueError(f'{context}: noise (sigma) must be a finite number >= 0, got {noise!r}')
-    if not isinstance(seed, (int, np.integer)):
-        raise ValueError(f'{context}: seed must be an integer, got {seed!r}')
+    try:
+        check_number('noise (sigma)', noise, low=0)
+        check_int('seed', seed)
+    except ValueError as ex:
+        raise ValueError(f'{context}: {ex}') from None
 
 
 def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
@@ -135,8 +137,10 @@ class SimulatedNavigator(pt.Transformer):
             ValueError: on bad qrels, noise or ``aggregate``.
         """
         _check_noise(noise, seed, 'SimulatedNavigator')
-        if aggregate not in ('max', 'mean'):
-            raise ValueError(f"SimulatedNavigator: aggregate must be 'max' or 'mean', got {aggregate!r}")
+        try:
+            check_choice('aggregate', aggregate, ('max', 'mean'))
+        except ValueError as ex:
+            raise ValueError(f'SimulatedNavigator: {ex}') from None
         self.qrels = qrels
         self.groups = groups
         self.noise = noise
