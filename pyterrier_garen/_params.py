@@ -4,12 +4,13 @@ from __future__ import annotations
 import inspect
 import math
 from enum import Enum
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 __all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_int', 'check_number', 'check_bool',
-           'check_choice', 'check_optional_positive', 'check_groups', 'parse_group_ids', 'rebuild_repr', 'Rebuildable']
+           'check_choice', 'check_optional_positive', 'check_groups', 'parse_group_ids', 'init_arguments',
+           'rebuild_repr', 'Rebuildable']
 
 # The one vocabulary of parameter checks. Every message reads "<name> must be <range>, got <value!r>" (plus a note
 # where one helps), and no check accepts a bool as a number: True == 1 in Python, yet ``fusion=True`` or
@@ -139,30 +140,45 @@ def parse_group_ids(values: Sequence[Any], num_groups: int, owner: Any) -> np.nd
 def _value_repr(value: Any) -> str:
     if isinstance(value, Enum):  # enums accept their value, so the value rebuilds the object
         return repr(value.value)
+    if type(value).__name__ == 'DataFrame' and hasattr(value, 'columns'):  # e.g. qrels: a size, not every row
+        return f'<DataFrame of {len(value)} rows>'
     return repr(value)
 
 
-def rebuild_repr(obj: Any) -> str:
-    """``Class(positional, ..., keyword=value, ...)`` from the ``__init__`` arguments, stored under their own names.
+def init_arguments(obj: Any) -> List[Tuple[str, inspect.Parameter, Any]]:
+    """``(name, parameter, value)`` of every ``__init__`` argument of ``obj``, read back from where it is stored.
 
-    Keyword-only arguments are shown only when they differ from their default; names listed in the class attribute
-    ``_secret_params`` (e.g. an API key) are never shown. An argument kept under another attribute name (because the
-    plain name is a computed property, such as an engine's ``context_length``) is named in the class attribute
-    ``_repr_attributes`` (``{'argument': 'attribute'}``); a ``**kwargs`` argument kept as a dict under its own name
-    (e.g. ``VLLMEngine(..., **engine_args)``) is shown as its keywords. The result evaluates back to an equivalent
-    object when every argument's own repr does, so it is safe as a row name in ``pt.Experiment``.
+    An argument is stored under its own name; one kept under another attribute (because the plain name is a computed
+    property, such as an engine's ``context_length``) is named in the class attribute ``_repr_attributes``
+    (``{'argument': 'attribute'}``); a ``**kwargs`` argument is a dict under its own name (absent: ``{}``).
+    Secrets are not special here: they are stored as :class:`~pyterrier_garen._engines._base.Secret` objects, whose repr
+    is ``'<hidden>'`` wherever they are shown.
     """
-    hidden = set(getattr(type(obj), '_secret_params', ()))
     stored = getattr(type(obj), '_repr_attributes', {})
-    args = []
+    out = []
     for name, param in inspect.signature(type(obj).__init__).parameters.items():
-        if param.kind == param.VAR_KEYWORD and isinstance(getattr(obj, name, None), dict):
-            args += [f'{key}={_value_repr(value)}' for key, value in getattr(obj, name).items()]
+        if name == 'self' or param.kind == param.VAR_POSITIONAL:
             continue
-        if name == 'self' or name in hidden or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            continue
-        value = getattr(obj, stored.get(name, name))
-        if param.kind == param.KEYWORD_ONLY or param.default is not param.empty:
+        if param.kind == param.VAR_KEYWORD:
+            value = getattr(obj, name, None)
+            out.append((name, param, dict(value) if isinstance(value, dict) else {}))
+        else:
+            out.append((name, param, getattr(obj, stored.get(name, name))))
+    return out
+
+
+def rebuild_repr(obj: Any) -> str:
+    """``Class(positional, ..., keyword=value, ...)`` from the ``__init__`` arguments (:func:`init_arguments`).
+
+    Arguments with a default are shown only when they differ from it; a ``**kwargs`` dict is shown as its keywords.
+    The result evaluates back to an equivalent object when every argument's own repr does, so it is safe as a row
+    name in ``pt.Experiment``.
+    """
+    args = []
+    for name, param, value in init_arguments(obj):
+        if param.kind == param.VAR_KEYWORD:
+            args += [f'{key}={_value_repr(v)}' for key, v in value.items()]
+        elif param.kind == param.KEYWORD_ONLY or param.default is not param.empty:
             default = param.default
             if default is not param.empty and (value is default or _equal(value, default)):
                 continue
@@ -180,7 +196,18 @@ def _equal(value: Any, default: Any) -> bool:
 
 
 class Rebuildable:
-    """Mixin giving a class :func:`rebuild_repr` as its ``__repr__``."""
+    """The one mechanism behind every repr and every ``pt.inspect`` answer of the package's objects.
+
+    ``__repr__`` is :func:`rebuild_repr`; ``attributes()`` (PyTerrier's ``HasAttributes`` protocol) reports the same
+    :func:`init_arguments`, so ``pt.inspect.transformer_apply_attributes(t)`` rebuilds ``t`` from exactly what its
+    repr shows, whatever private caches the object keeps.
+    """
 
     def __repr__(self) -> str:
         return rebuild_repr(self)
+
+    def attributes(self) -> list:
+        """The ``__init__`` arguments as ``pt.inspect.TransformerAttribute`` s (see :func:`init_arguments`)."""
+        from pyterrier.inspect import TransformerAttribute
+        return [TransformerAttribute(name=name, value=value, init_default_value=param.default,
+                                     init_parameter_kind=param.kind) for name, param, value in init_arguments(self)]

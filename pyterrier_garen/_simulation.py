@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._params import check_choice, check_int, check_number
+from ._params import Rebuildable, check_choice, check_int, check_number
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise']
 
@@ -69,7 +69,7 @@ def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
     return inp.assign(score=scores, rank=ranks)
 
 
-class SimulatedReranker(pt.Transformer):
+class SimulatedReranker(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT, not a retrieval model: a pointwise scorer of controlled strength that reads the qrels.
 
     ``score(q, d) = label(q, d) + sigma * z(q, d)``, with ``label`` the judged grade (0 when unjudged; negative codes
@@ -99,10 +99,6 @@ class SimulatedReranker(pt.Transformer):
         self.binary = binary
         self._labels = _label_lookup(qrels, binary, 'SimulatedReranker')
 
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return f'SimulatedReranker(<{len(self.qrels)} qrels>, noise={self.noise!r}, seed={self.seed!r}{extra})'
-
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Score every ``(qid, docno)`` row."""
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
@@ -112,7 +108,7 @@ class SimulatedReranker(pt.Transformer):
         return _scored(inp, scores)
 
 
-class SimulatedNavigator(pt.Transformer):
+class SimulatedNavigator(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT, not a retrieval model: a group-level navigator of controlled strength that reads the qrels.
 
     ``score(q, g) = agg(label(q, d) for d in members(g)) + sigma * z(q, g)`` with ``agg`` the ``max`` or ``mean``
@@ -149,11 +145,6 @@ class SimulatedNavigator(pt.Transformer):
         self.binary = binary
         self._labels = _label_lookup(qrels, binary, 'SimulatedNavigator')
 
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return (f'SimulatedNavigator(<{len(self.qrels)} qrels>, {self.groups!r}, noise={self.noise!r}, '
-                f'seed={self.seed!r}, aggregate={self.aggregate!r}{extra})')
-
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Score every ``(qid, group id)`` row."""
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
@@ -167,7 +158,7 @@ class SimulatedNavigator(pt.Transformer):
         return _scored(inp, scores)
 
 
-class ListwiseView(pt.Transformer):
+class ListwiseView(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT: a reranker seen as a listwise one, whose scores only order the documents of one call.
 
     Each query's rows of a call are ordered by the wrapped reranker's score (ties in input order) and scored
@@ -181,9 +172,6 @@ class ListwiseView(pt.Transformer):
 
     def __init__(self, reranker: pt.Transformer):
         self.reranker = reranker
-
-    def __repr__(self):
-        return f'ListwiseView({self.reranker!r})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         out = self.reranker(inp).reset_index(drop=True)

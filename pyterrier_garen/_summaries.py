@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from ._params import Rebuildable
 from ._io import atomic_write, open_no_follow, write_json
 
 __all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore']
@@ -59,7 +60,7 @@ def _terms(text: str) -> List[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
-class ExtractiveSummarizer(Summarizer):
+class ExtractiveSummarizer(Rebuildable, Summarizer):
     """A model-free summariser: salient terms of the group plus its most central titles or sentences.
 
     * ``concept``: the ``num_terms_concept`` most salient terms (term frequency in the group, weighted by the
@@ -81,10 +82,6 @@ class ExtractiveSummarizer(Summarizer):
         self.num_terms_concept = num_terms_concept
         self.num_sentences = num_sentences
         self.max_chars = max_chars
-
-    def __repr__(self):
-        return (f'ExtractiveSummarizer(num_terms={self.num_terms}, num_terms_concept={self.num_terms_concept}, '
-                f'num_sentences={self.num_sentences}, max_chars={self.max_chars})')
 
     def config(self) -> Dict[str, Any]:
         params = {'num_terms': self.num_terms, 'num_terms_concept': self.num_terms_concept,

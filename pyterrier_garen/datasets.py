@@ -14,6 +14,8 @@ from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union
 import pandas as pd
 import pyterrier as pt
 
+from ._params import Rebuildable
+
 __all__ = ['LocalDataset', 'remove_excluded', 'RemoveExcluded', 'data_dir', 'load_dataset']
 
 DATA_ENV = 'GAREN_DATA'
@@ -386,7 +388,7 @@ def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: i
     return out
 
 
-class RemoveExcluded(pt.Transformer):
+class RemoveExcluded(Rebuildable, pt.Transformer):
     """A transformer applying :func:`remove_excluded` with fixed qrels; put it last in a pipeline.
 
     Example::
@@ -400,9 +402,6 @@ class RemoveExcluded(pt.Transformer):
     def __init__(self, qrels: pd.DataFrame, *, excluded_label: int = -100):
         self.qrels = qrels
         self.excluded_label = excluded_label
-
-    def __repr__(self):
-        return f'RemoveExcluded(<qrels: {len(self.qrels)} rows>, excluded_label={self.excluded_label})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=['qid', 'docno', 'score'], context=self)
