@@ -173,7 +173,9 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
-    topics = dataset.get_topics()
+    from ._frames import check_one_query_per_qid, clean_queries
+    topics = clean_queries(dataset.get_topics(), dataset)  # repaired at the boundary: PISA fails on a NUL
+    check_one_query_per_qid(topics, dataset)
     total_queries = len(topics)
     if num_queries:
         topics = topics.head(num_queries)

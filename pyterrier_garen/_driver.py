@@ -99,7 +99,9 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
         **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
-    out = model(frame)
+    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
+    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
+    out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
     if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
     raw = pd.to_numeric(out['score'], errors='coerce')
@@ -107,8 +109,6 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if not_numeric.any():
         raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
                          f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
-    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
-    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     returned = pd.Series(raw.to_numpy(dtype=float),
                          index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
     returned = returned[~returned.index.duplicated()]
