@@ -96,10 +96,12 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     """
     from ._atomic import resource_errors, write_array, write_json
     from ._graphs import check_docnos, load_corpus_graph
+    from ._params import check_choice, check_positive
+    check_positive(k=k, neighbours=neighbours, ef_construction=ef_construction, ef_search=ef_search,
+                   batch_size=batch_size)
     if not search and neighbours < k:
         raise ValueError(f'neighbours ({neighbours}) must be at least k ({k}): k is chosen among them')
-    if hops not in (1, 2):
-        raise ValueError(f'hops must be 1 or 2, got {hops}')
+    check_choice('hops', hops, (1, 2))
     how = f'search{ef_search}' if search else f'h{hops}'
     path = Path(index.index_path) / f'hnsw_n-{neighbours}_ef-{ef_construction}_{how}.k{k}.rescored.graph'
     if not (path / 'pt_meta.json').is_file():

@@ -9,6 +9,7 @@ from _stub_engine import StubEngine
 from _toy_graph import DictScorer, ToyGroupGraph
 
 import pyterrier_garen as garen
+import pyterrier_garen.synthetic
 from pyterrier_garen import _params
 
 SCORER = DictScorer({})
@@ -69,6 +70,9 @@ CASES = [
      {'max_group_size': 1}, 'max_group_size must be an integer >= 2, got 1'),
     (lambda **kw: garen.leiden_partition(np.zeros((0, 1), dtype=int), np.zeros((0, 1)), **kw),
      {'seed': True}, 'seed must be an integer, got True'),
+    (lambda **kw: garen.synthetic.planted_knn_graph(**kw), {'num_docs': 1}, 'num_docs must be an integer >= 2, got 1'),
+    (lambda **kw: garen.synthetic.planted_knn_graph(10, **kw), {'p_topic': True},
+     'p_topic must be a number in [0, 1], got True'),
 ]
 
 
@@ -77,6 +81,20 @@ CASES = [
 def test_bad_parameters_are_refused_with_name_value_and_range(make, kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         make(**kwargs)
+
+
+@pytest.mark.parametrize(('kwargs', 'message'), [
+    ({'max_concurrency': 0}, 'max_concurrency must be a positive integer, got 0'),
+    ({'max_concurrency': 2.5}, 'max_concurrency must be a positive integer, got 2.5'),
+    ({'top_logprobs': True}, 'top_logprobs must be a positive integer, got True'),
+    ({'context_length': -1}, 'context_length must be a positive integer or None, got -1'),
+    ({'timeout': 0}, 'timeout must be a finite number > 0, got 0'),
+    ({'max_retries': 1.0}, 'max_retries must be an integer >= 0, got 1.0'),
+])
+def test_engine_parameters(kwargs, message):
+    pytest.importorskip('openai', reason='OpenAIEngine needs the openai client (the openai extra)')
+    with pytest.raises(ValueError, match=re.escape(message)):
+        garen.OpenAIEngine('http://localhost:1/v1', 'model', **kwargs)
 
 
 def test_good_values_pass_including_numpy_numbers():
