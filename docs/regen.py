@@ -13,6 +13,9 @@ in the repository root with the shell; its standard output replaces the block's 
     python docs/regen.py --slow     # ... and the slow ones too
     python docs/regen.py --check    # exit 1 listing the cheap blocks whose text differs from a fresh run
 
+``docs/results.md``'s tables can be marked the same way (``<!-- generated (slow): python -m pyterrier_garen compare
+--dataset cranfield --quiet -->``), so that ``--slow`` rewrites them from the command they name.
+
 ``tests/test_docs.py`` runs the cheap blocks' commands and fails when what is committed differs. The commands
 this script offers itself (``--signature NAME``, ``--garen-plus``) print text derived from the code.
 """
