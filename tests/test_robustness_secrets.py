@@ -13,7 +13,7 @@ from ir_measures import nDCG
 from pyterrier_garen import GAREN, LLMSummarizer, YesNoScorer, prepare
 from pyterrier_garen._llm import OpenAIEngine, Secret
 
-from _fake_openai import ScriptedServer, completion, local_network  # noqa: F401 (fixture)
+from _fake_openai import ScriptedServer, completion
 from _robust import gap_collection
 
 pytest.importorskip('openai', reason='the openai client (vllm extra) is not installed')
