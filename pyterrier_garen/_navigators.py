@@ -17,7 +17,7 @@ import pyterrier as pt
 
 from ._llm import Conversation, Engine, UsageStats, yes_no_each
 from ._params import Rebuildable, check_groups, parse_group_ids
-from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
+from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
 from ._vectors import VectorComponent, unit
 
 __all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer']
@@ -180,6 +180,7 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
     def reset_stats(self) -> None:
         UsageStats.reset_stats(self)
         self.failed = 0
+        self.cut_queries = 0
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'failed': self.failed}
@@ -215,15 +216,19 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
         if len(inp) == 0:
             return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
         frame = inp.reset_index(drop=True)
-        budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
+        budgets: Dict[Tuple[Any, str], Tuple[str, str, int]] = {}
         conversations = []
+        cut_queries, query_budget = 0, 0
         for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
             query = clean_text(query)
             if (qid, query) not in budgets:
                 instruction = self.instruction_for(qid, query)
-                budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
-            instruction, budget = budgets[qid, query]
-            conversations.append(self.conversation(instruction, query, self.engine.truncate(clean_text(text), budget)))
+                shown, query_budget, cut = fit_query(self.engine, query)
+                cut_queries += cut
+                budgets[qid, query] = (instruction, shown, self.doc_budget(instruction, shown))
+            instruction, shown, budget = budgets[qid, query]
+            conversations.append(self.conversation(instruction, shown, self.engine.truncate(clean_text(text), budget)))
+        warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
         size = self.batch_size or len(conversations)
         scores: List[float] = []
         failed = []
