@@ -41,6 +41,7 @@ _EXPORTS = {
     'SlideGAR': '._baselines',
     'RGS': '._baselines',
     'DocGAREN': '._baselines',
+    'FirstStageFusion': '._fusion',  # fusion with the first stage as a stage of its own (_fusion.py)
     # navigators and rerankers (_navigators.py, _rerankers.py)
     'VoteNavigator': '._navigators',
     'CentroidNavigator': '._navigators',
@@ -50,10 +51,10 @@ _EXPORTS = {
     'ListwiseReranker': '._rerankers',
     'parse_ranking': '._rerankers',
     # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
-    'Engine': '._llm',
-    'VLLMEngine': '._llm',
-    'OpenAIEngine': '._llm',
-    'TransformersEngine': '._llm',
+    'Engine': '._engines',
+    'VLLMEngine': '._engines',
+    'OpenAIEngine': '._engines',
+    'TransformersEngine': '._engines',
     'build_tiny_model': '._tiny_model',
     'LLMSummarizer': '._llm_summarizer',
     # offline jobs on Ray (_ray.py; ray itself is imported only when a job runs)

@@ -9,6 +9,7 @@ queries one at a time.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
@@ -21,7 +22,7 @@ from ._frames import first_stage, neighbour_lookup, ranking_frame
 from ._params import Rebuildable
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
-           'QueryState', 'WindowSearch']
+           'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail']
 
 RERANK = 'rerank'
 NAVIGATE = 'navigate'
@@ -126,18 +127,34 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
 
 
-def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[List[str]]]:
+class Ranked(list):
+    """A re-ranked window: its docnos best first, with the reranker's score of each in ``scores`` (same order).
+
+    The answer to a :data:`RERANK` request; a plain list (e.g. from a handler written for tests) works too, it just
+    carries no scores.
+    """
+
+    def __init__(self, docnos: Iterable[str] = (), scores: Sequence[float] = ()):
+        super().__init__(docnos)
+        self.scores = list(scores)
+
+
+def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[Ranked]]:
     """Handler of :data:`RERANK` requests: orders each window by descending reranker score, ties by window order.
 
     The reranker receives ``qid, query, docno, score, rank`` rows, where ``score``/``rank`` give the current window
-    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself.
+    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself. Each answer is a
+    :class:`Ranked` window that keeps the scores (``-inf`` where the reranker gave none).
     """
     def handle(requests):
         requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
                                   'rank': np.arange(len(docs))}) for qid, query, docs in requests]
         scores = _call(reranker, requests, 'reranker')
-        return [[payload['docno'][i] for i in np.lexsort((np.arange(len(s)), -s))]
-                for (_, _, payload), s in zip(requests, scores, strict=True)]
+        out = []
+        for (_, _, payload), s in zip(requests, scores, strict=True):
+            order = np.lexsort((np.arange(len(s)), -s))
+            out.append(Ranked([payload['docno'][i] for i in order], s[order].tolist()))
+        return out
     return handle
 
 
@@ -162,17 +179,74 @@ def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
     return list(range(num_docs - window, 0, -stride)) + [0]
 
 
-def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None) -> Search:
+def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None,
+          state: Optional['QueryState'] = None) -> Search:
     """Re-rank ``ranking`` in place with the windows of :func:`window_starts`, from the bottom up.
 
     The pass ends with the window that starts at position 0, so the best documents bubble to the top. With
-    ``is_new``, it also ends at the first window without a new document (RGS).
+    ``is_new``, it also ends at the first window without a new document (RGS). With ``state``, every window's
+    verdicts are recorded there (:meth:`QueryState.rerank`).
     """
     for start in window_starts(len(ranking), window, stride):
         end = min(start + window, len(ranking))
         if is_new is not None and not any(map(is_new, ranking[start:end])):
             break
-        ranking[start:end] = yield RERANK, ranking[start:end]
+        if state is not None:
+            ranking[start:end] = yield from state.rerank(ranking[start:end])
+        else:
+            ranking[start:end] = yield RERANK, ranking[start:end]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the final order: what a search does with the verdicts of documents that left its windows
+
+#: Values of the ``final_order`` option of every window search.
+FINAL_ORDERS = ('auto', 'paper', 'score', 'dropped')
+
+
+def is_listwise(reranker: Any) -> bool:
+    """Whether a reranker declares window-relative scores (``listwise = True``), looking through ``>>`` pipelines.
+
+    The last stage of a pipeline that declares ``listwise`` decides; a reranker that declares nothing counts as
+    pointwise (its scores compare across calls, as those of cross-encoders, yes/no scorers and vector scorers do).
+    """
+    stages = list(getattr(reranker, '_transformers', None) or [reranker])
+    for stage in reversed(stages):
+        if getattr(stage, '_transformers', None):
+            return is_listwise(stage)
+        if hasattr(stage, 'listwise'):
+            return bool(stage.listwise)
+    return False
+
+
+def resolve_final_order(final_order: str, reranker: Any) -> str:
+    """``final_order`` with ``'auto'`` resolved: ``'dropped'`` for a listwise reranker, else ``'score'``."""
+    if final_order not in FINAL_ORDERS:
+        raise ValueError(f'final_order must be one of {FINAL_ORDERS}, got {final_order!r}')
+    if final_order == 'auto':
+        return 'dropped' if is_listwise(reranker) else 'score'
+    return final_order
+
+
+def order_tail(order: Sequence[str], head: int, how: str, *, scores: Dict[str, float],
+               last: Dict[str, Tuple[int, int]]) -> List[str]:
+    """A search's own final ``order`` with everything below its first ``head`` documents re-ordered by ``how``.
+
+    ``'paper'``: unchanged. ``'score'``: by descending reranker score (documents without a score last).
+    ``'dropped'``: by the position each document had in the last window that re-ranked it (best first; window-
+    relative evidence, for listwise rerankers). Both sorts are stable: ties keep ``order``.
+    """
+    if how == 'paper':
+        return list(order)
+    if how == 'score':
+        def key(docno):
+            return -scores.get(docno, -math.inf)
+    elif how == 'dropped':
+        def key(docno):
+            return last[docno][1] if docno in last else math.inf
+    else:
+        raise ValueError(f"how must be 'paper', 'score' or 'dropped', got {how!r}")
+    return list(order[:head]) + sorted(order[head:], key=key)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -190,6 +264,19 @@ class QueryState:
     members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
     best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
     first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
+    scores: Dict[str, float] = field(default_factory=dict)  # docno -> the reranker's last score of it
+    reranks: int = 0  # reranker requests so far
+
+    def rerank(self, window: Sequence[str]) -> Generator[Request, Any, List[str]]:
+        """Re-rank ``window`` (one request); record each document's ``last`` placement and score, return the order.
+
+        ``last[d]`` becomes ``(number of this request, position)``, 1-based requests, 0-based positions.
+        """
+        reranked = yield RERANK, window
+        self.reranks += 1
+        self.last.update((d, (self.reranks, i)) for i, d in enumerate(reranked))
+        self.scores.update(zip(reranked, getattr(reranked, 'scores', ())))
+        return reranked
 
     def __post_init__(self):
         self.rank0 = {d: i for i, d in enumerate(self.r0)}
@@ -253,6 +340,18 @@ class WindowSearch(Rebuildable, pt.Transformer):
     verbose: bool = False
     trace: bool = False
     columns: Tuple[str, ...] = ('iteration',)
+    final_order: str = 'paper'
+
+    def _final(self, state: QueryState, order: Sequence[str], head: int, *, kept_list: bool = False) -> List[str]:
+        """The search's own final ``order`` with its tail re-ordered as ``final_order`` says (:func:`order_tail`).
+
+        ``kept_list``: the search keeps one list that its windows sort in place (sliding window, RGS), so the
+        list's own order is already the merge of window-relative evidence and ``'dropped'`` leaves it as it is.
+        """
+        how = resolve_final_order(self.final_order, self.reranker)
+        if how == 'dropped' and kept_list:
+            how = 'paper'
+        return order_tail(order, head, how, scores=state.scores, last=state.last)
 
     def _graph(self) -> Any:
         """The graph whose ``neighbours`` the search follows (None if it follows none)."""

@@ -5,7 +5,7 @@ import hashlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._llm import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
 from ._summaries import REQUEST_FAILED, UNUSABLE_REPLY, ExtractiveSummarizer, GroupDocs, Summarizer
 

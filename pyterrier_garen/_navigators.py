@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._llm import Conversation, Engine, UsageStats, yes_no_each
+from ._engines import Conversation, Engine, UsageStats, yes_no_each
 from ._params import Rebuildable, check_groups, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
 from ._vectors import VectorComponent, unit

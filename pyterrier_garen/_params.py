@@ -73,15 +73,22 @@ def rebuild_repr(obj: Any) -> str:
     """``Class(positional, ..., keyword=value, ...)`` from the ``__init__`` arguments, stored under their own names.
 
     Keyword-only arguments are shown only when they differ from their default; names listed in the class attribute
-    ``_secret_params`` (e.g. an API key) are never shown. The result evaluates back to an equivalent object when every
-    argument's own repr does, so it is safe as a row name in ``pt.Experiment``.
+    ``_secret_params`` (e.g. an API key) are never shown. An argument kept under another attribute name (because the
+    plain name is a computed property, such as an engine's ``context_length``) is named in the class attribute
+    ``_repr_attributes`` (``{'argument': 'attribute'}``); a ``**kwargs`` argument kept as a dict under its own name
+    (e.g. ``VLLMEngine(..., **engine_args)``) is shown as its keywords. The result evaluates back to an equivalent
+    object when every argument's own repr does, so it is safe as a row name in ``pt.Experiment``.
     """
     hidden = set(getattr(type(obj), '_secret_params', ()))
+    stored = getattr(type(obj), '_repr_attributes', {})
     args = []
     for name, param in inspect.signature(type(obj).__init__).parameters.items():
+        if param.kind == param.VAR_KEYWORD and isinstance(getattr(obj, name, None), dict):
+            args += [f'{key}={_value_repr(value)}' for key, value in getattr(obj, name).items()]
+            continue
         if name == 'self' or name in hidden or param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        value = getattr(obj, name)
+        value = getattr(obj, stored.get(name, name))
         if param.kind == param.KEYWORD_ONLY or param.default is not param.empty:
             default = param.default
             if default is not param.empty and (value is default or _equal(value, default)):

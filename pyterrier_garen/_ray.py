@@ -7,7 +7,7 @@ through the same summary store (or FlexIndex indexer).
 
 Models are never shipped to the actors. Each actor builds its own from a small picklable recipe:
 
-* :class:`EngineSpec`: which :class:`~pyterrier_garen._llm.Engine` to construct, with which arguments
+* :class:`EngineSpec`: which :class:`~pyterrier_garen._engines.Engine` to construct, with which arguments
   (``EngineSpec('vllm', model='Qwen/Qwen3-4B')``);
 * :class:`SummarizerSpec`: an LLM summariser over an engine spec (``EngineSpec(...).summarizer(max_tokens=512)``);
   summarisers without a model (:class:`~pyterrier_garen.ExtractiveSummarizer`) are sent as they are;
@@ -34,9 +34,9 @@ _EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
 
 # short engine names accepted by EngineSpec (resolved inside the actor, so no model library is imported on the driver)
 _ENGINES = {
-    'vllm': 'pyterrier_garen._llm:VLLMEngine',
-    'openai': 'pyterrier_garen._llm:OpenAIEngine',
-    'transformers': 'pyterrier_garen._llm:TransformersEngine',
+    'vllm': 'pyterrier_garen._engines:VLLMEngine',
+    'openai': 'pyterrier_garen._engines:OpenAIEngine',
+    'transformers': 'pyterrier_garen._engines:TransformersEngine',
 }
 _SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
 
@@ -79,7 +79,7 @@ class EngineSpec:
     """A picklable recipe for an LLM engine, built where it runs (in each Ray actor) instead of being shipped.
 
     Args:
-        engine: ``'vllm'``, ``'transformers'``, ``'openai'``, an :class:`~pyterrier_garen._llm.Engine` subclass,
+        engine: ``'vllm'``, ``'transformers'``, ``'openai'``, an :class:`~pyterrier_garen._engines.Engine` subclass,
             or a ``'package.module:Class'`` path.
         **kwargs: the engine's constructor arguments; ``model`` is required (it is recorded as provenance before
             any engine is built). E.g. ``EngineSpec('vllm', model='Qwen/Qwen3-4B', max_model_len=8192)`` or

@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._driver import window_starts
-from ._llm import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each
 from ._params import Rebuildable
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries
 from ._vectors import VectorComponent
@@ -185,6 +185,8 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         failed: number of windows left in their order because the engine request failed.
         calls / prompts / prompt_tokens / completion_tokens: usage counters (see :meth:`stats`).
     """
+    #: its scores only order the documents of one call (window searches read it, see ``final_order``)
+    listwise = True
 
     def __init__(self, engine: Engine, *, prompt: str = 'rankllm', window: int = 20, stride: int = 10,
                  max_doc_tokens: Optional[int] = None, text_field: str = 'text', max_tokens: Optional[int] = None,

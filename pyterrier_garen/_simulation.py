@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise']
+__all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise']
 
 
 _NORMAL = NormalDist()
@@ -161,3 +161,32 @@ class SimulatedNavigator(pt.Transformer):
             value = agg([labels.get((q, m), 0.0) for m in members]) if members else 0.0
             scores.append(value + stable_noise(q, f'group:{g}', sigma, seed))
         return _scored(inp, scores)
+
+
+class ListwiseView(pt.Transformer):
+    """ANALYSIS INSTRUMENT: a reranker seen as a listwise one, whose scores only order the documents of one call.
+
+    Each query's rows of a call are ordered by the wrapped reranker's score (ties in input order) and scored
+    ``n - position``, as :class:`~pyterrier_garen.ListwiseReranker` scores its answers; it declares
+    ``listwise = True``. It measures what a search does with window-relative evidence alone (``final_order``) with
+    the same verdicts as the pointwise reranker it wraps.
+
+    Required input columns: those of the wrapped reranker. Output: its rows with ``score`` and ``rank``.
+    """
+    listwise = True
+
+    def __init__(self, reranker: pt.Transformer):
+        self.reranker = reranker
+
+    def __repr__(self):
+        return f'ListwiseView({self.reranker!r})'
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        out = self.reranker(inp).reset_index(drop=True)
+        codes = pd.factorize(out['qid'].to_numpy())[0]
+        order = np.lexsort((np.arange(len(out)), -out['score'].to_numpy(dtype=float), codes))
+        counts = np.bincount(codes) if len(out) else np.zeros(0, dtype=np.int64)
+        first = np.r_[0, np.cumsum(counts)[:-1]] if len(out) else counts  # start of each query in the sorted rows
+        position = np.empty(len(out), dtype=np.int64)
+        position[order] = np.arange(len(order)) - first[codes[order]]
+        return out.assign(score=(counts[codes] - position).astype(float), rank=position)

@@ -17,14 +17,16 @@ MODULES = sorted(m.name for m in pkgutil.iter_modules([str(PACKAGE_DIR)]) if m.n
 def _imports(module: str) -> set:
     """Package modules that ``module`` imports anywhere in its body (top level or inside functions)."""
     path = PACKAGE_DIR / f'{module}.py'
-    if not path.exists():
-        path = PACKAGE_DIR / module / '__init__.py'
+    # a subpackage (e.g. _engines) is one node: its modules' imports of the package (``from .. import``) count
+    paths, top = ([path], 1) if path.exists() else (sorted((PACKAGE_DIR / module).glob('*.py')), 2)
     found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in (n for p in paths for n in ast.walk(ast.parse(p.read_text()))):
+        if isinstance(node, ast.ImportFrom) and node.level not in (0, top):
+            continue  # within the subpackage
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:
+            if node.level and node.module:
                 found.add(node.module.split('.')[0])
-            elif node.level == 1:  # from . import name
+            elif node.level:  # from . import name
                 found.update(alias.name for alias in node.names if alias.name in MODULES)
             elif node.module and node.module.startswith('pyterrier_garen.'):
                 found.add(node.module.split('.')[1])

@@ -7,7 +7,7 @@ import pytest
 from _stub_engine import StubEngine, overlap, query_of
 
 from pyterrier_garen import ExtractiveSummarizer, ListwiseReranker, LLMSummarizer, YesNoScorer
-from pyterrier_garen._llm import Engine, UsageStats
+from pyterrier_garen._engines import Engine, UsageStats
 from pyterrier_garen._driver import window_starts
 from pyterrier_garen._prompts import PromptTemplate
 

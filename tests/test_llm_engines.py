@@ -12,7 +12,7 @@ import pytest
 from _fake_openai import MODEL, TOKEN_IDS, VLLM_FIELDS
 
 from pyterrier_garen import ListwiseReranker, YesNoScorer
-from pyterrier_garen._llm import Engine, OpenAIEngine, render_chat, softmax_yes
+from pyterrier_garen._engines import Engine, OpenAIEngine, render_chat, softmax_yes
 
 pytestmark = pytest.mark.usefixtures('local_network')
 
@@ -44,7 +44,7 @@ class FakeTokenizer:
 # ---------------------------------------------------------------------------------------------------------------------
 
 def test_importing_the_engine_module_is_light():
-    code = ('import sys, pyterrier_garen, pyterrier_garen._llm, pyterrier_garen._rerankers, '
+    code = ('import sys, pyterrier_garen, pyterrier_garen._engines, pyterrier_garen._rerankers, '
             'pyterrier_garen._llm_summarizer; heavy = [m for m in ("vllm", "openai", "transformers", "torch") '
             'if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)

@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from pyterrier_garen._llm import OpenAIEngine
+from pyterrier_garen._engines import OpenAIEngine
 
 from _fake_openai import ScriptedServer, completion
 

