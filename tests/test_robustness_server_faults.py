@@ -167,7 +167,7 @@ def test_context_length_is_bounded_by_the_deadline():
         assert len(server.gets) == 2
 
 
-@pytest.mark.parametrize('value', [-5, 0, 1.5, True, 'many', [4096], None])
+@pytest.mark.parametrize('value', [-5, 0, 1.5, True, 'many', [4096], float('nan')])
 def test_a_server_reported_context_length_that_is_not_a_positive_integer_is_refused(value):
     from pyterrier_garen import OpenAIEngine
     with ScriptedServer([SUMMARY], max_model_len=value) as server:
@@ -225,8 +225,8 @@ def test_a_key_inside_base_url_is_used_and_never_shown(caplog, form):
     from pyterrier_garen import EngineSpec, OpenAIEngine, YesNoScorer
     caplog.set_level(logging.DEBUG)
     seen = []
-    with ScriptedServer([('ok', completion('fine')), ('raw', 404, b'{"error": {"message": "no such model"}}',
-                                                      {'Content-Type': 'application/json'})]) as server:
+    missing = ('raw', 404, b'{"error": {"message": "no such model"}}', {'Content-Type': 'application/json'})
+    with ScriptedServer([('ok', completion('fine')), missing, ('ok', completion('again'))]) as server:
         url = _keyed(server.url, form)
         engine = OpenAIEngine(url, 'm', max_retries=0, context_length=4096)
         assert engine.generate([[{'role': 'user', 'content': 'x'}]], max_tokens=2)[0].text == 'fine'
@@ -242,8 +242,10 @@ def test_a_key_inside_base_url_is_used_and_never_shown(caplog, form):
         spec = EngineSpec('openai', base_url=url, model='m')
         seen += [repr(engine), str(engine), str(vars(engine)), repr(YesNoScorer(engine)), repr(spec),
                  repr(pickle.loads(pickle.dumps(spec)))]
-        assert pickle.loads(pickle.dumps(spec)).build().generate([[{'role': 'user', 'content': 'y'}]],
-                                                                 max_tokens=2)[0].text
+        rebuilt = pickle.loads(pickle.dumps(spec)).build()  # as in a Ray worker: the key travels with the recipe
+        assert rebuilt.generate([[{'role': 'user', 'content': 'y'}]], max_tokens=2)[0].text == 'again'
+        assert server.requests[-1].path == first.path
+        assert server.requests[-1].authorization == first.authorization
     dead = OpenAIEngine(_keyed('http://127.0.0.1:9/v1', form), 'm', max_retries=0, context_length=4096)
     with pytest.raises(RuntimeError) as unreachable:
         dead.generate([[{'role': 'user', 'content': 'x'}]], max_tokens=2)
