@@ -249,6 +249,28 @@ def order_tail(order: Sequence[str], head: int, how: str, *, scores: Dict[str, f
     return list(order[:head]) + sorted(order[head:], key=key)
 
 
+def collection_size(graph: Any) -> Optional[int]:
+    """The number of documents of a graph (``len(graph)``), or None when it does not say."""
+    try:
+        return int(len(graph))
+    except TypeError:
+        return None
+
+
+def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: str) -> bool:
+    """Warn (``UserWarning``) when ``budget`` is at least the number of documents; returns whether it warned.
+
+    ``docs`` is that number or a graph of the collection (its ``len``); nothing happens when either is unknown.
+    """
+    size = docs if isinstance(docs, (int, np.integer)) else collection_size(docs) if docs is not None else None
+    if budget is None or size is None or size <= 0 or budget < size:
+        return False
+    warnings.warn(f'{context}: budget={budget} is at least the {size} documents of the collection, so every adaptive '
+                  'search re-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
+                  'size to compare the searches', stacklevel=3)
+    return True
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the one base class of every windowed search
 
@@ -375,6 +397,7 @@ class WindowSearch(Rebuildable, pt.Transformer):
         """Run the search for every query of ``inp`` (a first-stage result frame)."""
         queries = first_stage(inp, context=self)
         graph = self._graph()
+        warn_budget_covers_collection(getattr(self, 'budget', None), graph, context=type(self).__name__)
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
         states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
         recorder = _Recorder(self.trace)

@@ -172,3 +172,25 @@ def test_listwise_view_scores_positions_per_query():
     assert dict(zip(out.docno, out.score)) == {'4': 3., '1': 2., '2': 1., '5': 2., '3': 1.}
     assert dict(zip(out.docno, out['rank'])) == {'4': 0, '1': 1, '2': 2, '5': 0, '3': 1}
     assert is_listwise(ListwiseView(inner))
+
+
+class _Sized(ToyGroupGraph):
+    def __len__(self):
+        return len(self.groups)
+
+
+def test_budget_at_least_the_collection_warns():
+    import warnings
+
+    from pyterrier_garen._driver import warn_budget_covers_collection
+    graph = _Sized(ADJACENCY, GROUPS)  # 16 documents
+    with pytest.warns(UserWarning, match='budget=16 is at least the 16 documents'):
+        SlideGAR(DictScorer(RERANK), graph, window=4, keep=2, budget=16)(first_stage(R0))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        SlideGAR(DictScorer(RERANK), graph, window=4, keep=2, budget=15)(first_stage(R0))  # one below: silent
+        GAREN(DictScorer(RERANK), ToyGroupGraph(ADJACENCY, GROUPS), VoteNavigator(), window=4, keep=2,
+              budget=99)(first_stage(R0))  # a graph without len: nothing to check
+    assert warn_budget_covers_collection(100, 1400, context='x') is False
+    with pytest.warns(UserWarning, match='budget=1400 is at least the 1400'):
+        assert warn_budget_covers_collection(1400, 1400, context='x') is True

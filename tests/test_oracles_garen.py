@@ -164,3 +164,20 @@ def test_fusion_in_garen_equals_the_formula_on_its_plain_order(weight):
     fused = worked_garen(fusion=weight)[0](first_stage(R0))
     assert fused.docno.tolist() == expected
     assert isinstance(fused, pd.DataFrame)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# pure steps at their edges (killed mutants of docs/testing.md)
+
+def test_interleave_when_both_sources_run_dry():
+    from pyterrier_garen._garen import interleave
+    # slot 1 g1, slot 2 f1, slot 3: both dry before n = 4 -> the two found, as a list
+    assert interleave(['g1'], ['f1'], 4, 2) == ['g1', 'f1']
+    assert interleave([], [], 3, 2) == []
+
+
+def test_exploit_now_ignores_documents_without_a_group():
+    from pyterrier_garen._garen import exploit_now
+    # two top documents outside the graph (-1) do not make a group, even if -1 were passed as eligible
+    assert not exploit_now(['u1', 'u2'], lambda d: -1, [-1], 2)
+    assert exploit_now(['u1', 'u2'], lambda d: 7, [-1, 7], 2)

@@ -115,3 +115,6 @@ def test_navigation_text_is_concept_colon_summary(groups):
     groups.summarize(Partial(), CORPUS)
     # a blank concept gives the summary alone; both are stripped
     assert [groups.summary(g) for g in range(4)] == ['c0: s0', 'c1: s1', 's2', 'c3: s3']
+    # a summariser without its own config() is recorded by its class name
+    assert groups.meta['summaries']['summarizer'] == {'name': 'Partial'}
+    assert groups.summary_record(0)['provenance'] == {'name': 'Partial', 'model': None, 'prompt_hash': None}
