@@ -80,7 +80,9 @@ class OpenAIEngine(Rebuildable, Engine):
     lose exactness are counted (:attr:`extension_fallbacks`, :attr:`inexact_yes_no`) and warned about.
 
     Args:
-        base_url: the server's URL (``http://host:8000/v1``) or a list of URLs.
+        base_url: the server's URL (``http://host:8000/v1``) or a list of URLs. A credential inside a URL
+            (``http://user:KEY@host/v1``, ``?api-key=KEY``) is sent (basic auth; the query with every request) but
+            never shown: reprs, errors and the HTTP libraries' log records show ``<hidden>``.
         model: the served model name.
         api_key: the API key; ``None`` (default) reads ``$OPENAI_API_KEY``, and without it sends ``'EMPTY'`` (a
             local vLLM server). The key is kept as a :class:`Secret`: it never appears in a repr, log record, error
@@ -91,8 +93,9 @@ class OpenAIEngine(Rebuildable, Engine):
         max_retries: retries of a failed request.
         retry_backoff: seconds before the first retry, doubled on each further retry.
         seed: the seed sent with every request (decoding is greedy, ``temperature=0``).
-        context_length: the model's context length; None asks the server (vLLM reports ``max_model_len``) and
-            falls back to 8192.
+        context_length: the model's context length (a positive integer); None asks the server (vLLM reports
+            ``max_model_len``, under the same deadline and retries as every request) and falls back to 8192 with a
+            warning when it cannot tell or reports something that is not a positive integer.
         tokenizer: None, a Hugging Face tokenizer id, or a tokenizer object (see above).
         chat_template_kwargs: extra chat template variables (e.g. ``{'enable_thinking': False}``).
         top_logprobs: log-probabilities requested for yes/no scoring when the server cannot return the two tokens'
