@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._engines import Conversation, Engine, UsageStats, yes_no_each
+from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
 from ._params import Rebuildable, check_groups, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
 from ._vectors import VectorComponent, unit
@@ -216,8 +216,8 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
         if len(inp) == 0:
             return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
         frame = inp.reset_index(drop=True)
-        budgets: Dict[Tuple[Any, str], Tuple[str, str, int]] = {}
-        conversations = []
+        budgets: Dict[Tuple[Any, str], Tuple[str, int, str]] = {}
+        rows = []
         cut_queries, query_budget = 0, 0
         for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
             query = clean_text(query)
@@ -225,10 +225,13 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
                 instruction = self.instruction_for(qid, query)
                 shown, query_budget, cut = fit_query(self.engine, query)
                 cut_queries += cut
-                budgets[qid, query] = (instruction, shown, self.doc_budget(instruction, shown))
-            instruction, shown, budget = budgets[qid, query]
-            conversations.append(self.conversation(instruction, shown, self.engine.truncate(clean_text(text), budget)))
+                budgets[qid, query] = (instruction, self.doc_budget(instruction, shown), shown)
+            instruction, budget, shown = budgets[qid, query]
+            rows.append((instruction, budget, shown, clean_text(text)))
         warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
+        docs = truncate_each(self.engine, [row[3] for row in rows], [row[1] for row in rows])
+        conversations = [self.conversation(instruction, query, doc)
+                         for (instruction, _, query, _), doc in zip(rows, docs, strict=True)]
         size = self.batch_size or len(conversations)
         scores: List[float] = []
         failed = []

@@ -6,13 +6,13 @@ import math
 from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable
-from ._base import (Conversation, Engine, Generation, _HFTokenizerMixin, _require, no_information, render_chat,
-                    softmax_yes, usable_logprob)
+from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
+from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['TransformersEngine']
 
 
-class TransformersEngine(Rebuildable, _HFTokenizerMixin, Engine):
+class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
     """A Hugging Face ``transformers`` causal LM in this process: the engine for machines without vLLM.
 
     Prompts are rendered with the model's chat template (like :class:`VLLMEngine`), left-padded into batches of
