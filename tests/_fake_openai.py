@@ -115,7 +115,8 @@ class FakeOpenAIServer:
                                                    body))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    action = server._next_action() if self.path.endswith('completions') else ('default',)
+                    route = self.path.split('?', 1)[0]  # a query (an api-key in base_url) does not change the route
+                    action = server._next_action() if route.endswith('completions') else ('default',)
                 try:
                     time.sleep(server.delay)
                     self._act(action, body)
@@ -141,7 +142,7 @@ class FakeOpenAIServer:
                     elif action[0] == 'fail':
                         self._json(500, {'error': {'message': 'boom', 'type': 'server_error'}})
                     else:
-                        self._json(*server.respond(self.path, body))
+                        self._json(*server.respond(self.path.split('?', 1)[0], body))
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 

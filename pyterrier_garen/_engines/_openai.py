@@ -18,7 +18,7 @@ from ._base import (AccessRefused, Conversation, Engine, Generation, _require, n
                     softmax_yes, usable_logprob)
 from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
-__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded']
+__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'RequestFailed']
 
 # greedy decoding, said in full: a server applies the model's generation_config.json to whatever a request leaves out
 _GREEDY = {'temperature': 0.0, 'top_p': 1.0, 'presence_penalty': 0.0, 'frequency_penalty': 0.0}
@@ -37,6 +37,12 @@ class InvalidResponseError(RuntimeError):
 
 class DeadlineExceeded(TimeoutError):
     """A request took longer than its overall deadline."""
+
+
+class RequestFailed(RuntimeError):
+    """A request still failed after every retry (the server is down, overloaded or too slow). Components count it
+    per item; where it ends a run (a token count the prompt needs), the command line says it in one line (status 1)."""
+    exit_status = 1
 
 
 def _check_completion(response):
@@ -307,7 +313,7 @@ class OpenAIEngine(Rebuildable, Engine):
                 message = f'request to {self._urls[index]} was refused ({type(ex).__name__}: {str(ex)[:300]})'
                 refused = RequestRefused if isinstance(ex, openai.BadRequestError) else False
             if message is not None:  # raised outside the handler: the original (which may quote the key) is dropped
-                raise (refused or RuntimeError)(redact(message, self._key))
+                raise (refused or RequestFailed)(redact(message, self._key))
             time.sleep(delay)
         raise AssertionError('unreachable')  # pragma: no cover
 
