@@ -193,7 +193,7 @@ def test_a_server_reported_context_length_is_used(value, expected):
 @pytest.mark.parametrize('value', [-5, 0, 1.5, True, 'many'])
 def test_a_context_length_option_that_is_not_a_positive_integer(value):
     from pyterrier_garen import OpenAIEngine
-    with pytest.raises(ValueError, match=rf'context_length must be None or a positive integer, got {value!r}'):
+    with pytest.raises(ValueError, match=rf'context_length must be a positive integer or None, got {value!r}'):
         OpenAIEngine('http://127.0.0.1:9/v1', 'm', context_length=value)
 
 
