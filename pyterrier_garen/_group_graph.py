@@ -57,6 +57,20 @@ class GroupCorpusGraph(CorpusGraph):
     ARTIFACT_FORMAT = ARTIFACT_FORMAT
     ARTIFACT_PACKAGE_HINT = PACKAGE_HINT
 
+    def to_hf(self, repo: str, **kwargs) -> None:
+        """``pt.Artifact.to_hf``; when the Hub cannot be reached, one ``ConnectionError`` line naming the cause and
+        the offline route (``build_package`` + a static server or a file, see ``pyterrier_garen._sharing``)."""
+        from ._sharing import hub_errors
+        with hub_errors(f'to_hf({repo!r})'):
+            return super().to_hf(repo, **kwargs)
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: Optional[str] = None, **kwargs) -> 'GroupCorpusGraph':
+        """``pt.Artifact.from_hf``, with the same one-line error as :meth:`to_hf` when the Hub cannot be reached."""
+        from ._sharing import hub_errors
+        with hub_errors(f'from_hf({repo!r})'):
+            return super().from_hf(repo, branch, **kwargs)
+
     def __init__(self, path: Union[str, Path]):
         super().__init__(path)
         recover(self.path)  # an interrupted rebuild's swap is undone first (the old artifact is restored)

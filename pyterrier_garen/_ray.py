@@ -32,7 +32,7 @@ from . import _registry
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
-_EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
+_EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
 _SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
 
@@ -426,3 +426,4 @@ def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Callable[[]
     """
     return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
                                      verbose=verbose))
+
