@@ -23,6 +23,17 @@ def _add_ray_args(p) -> None:
                    help='GPUs per Ray actor (default: 1 for in-process vLLM, else 0)')
 
 
+def _share(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f'must be a number from 0 to 1, got {text!r}')
+    return value
+
+
 def _ray_options(args, gpus: float = 0):
     if args.ray is None:
         return None
@@ -79,12 +90,13 @@ def _summarizer(args):
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
         raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
+    server = {'timeout': args.timeout, 'max_retries': args.max_retries}
     if args.ray is not None:  # each Ray actor builds its own engine from this recipe
         from ._ray import EngineSpec
-        spec = EngineSpec('openai', base_url=args.base_url, model=args.model) if args.base_url \
+        spec = EngineSpec('openai', base_url=args.base_url, model=args.model, **server) if args.base_url \
             else EngineSpec('vllm', model=args.model)
         return spec.summarizer()
-    engine = OpenAIEngine(args.base_url, args.model) if args.base_url else VLLMEngine(args.model)
+    engine = OpenAIEngine(args.base_url, args.model, **server) if args.base_url else VLLMEngine(args.model)
     return LLMSummarizer(engine)
 
 
@@ -93,7 +105,8 @@ def _cmd_summarize(args) -> None:
     groups = GroupCorpusGraph(args.groups)
     gpus = 1 if args.summarizer == 'llm' and not args.base_url else 0
     groups.summarize(_summarizer(args), _dataset(args.dataset), batch_size=args.batch_size,
-                     overwrite=args.overwrite, verbose=True, ray=_ray_options(args, gpus))
+                     overwrite=args.overwrite, verbose=True, ray=_ray_options(args, gpus),
+                     max_failed_share=args.max_failed_share)
     print(json.dumps(groups.meta['summaries']))
 
 
@@ -253,6 +266,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--model', help='model name for --summarizer llm (default: none; required with llm)')
     p.add_argument('--base-url', help='OpenAI-compatible server URL for --summarizer llm (default: in-process vLLM)')
     p.add_argument('--batch-size', type=int, default=32, help='groups per summariser call')
+    p.add_argument('--max-failed-share', type=_share, default=0.1, metavar='SHARE',
+                   help='the largest share (0 to 1) of the groups whose engine request may fail (each gets a marked '
+                        'extractive summary, retried by the next run); above it the run stops with exit status 1')
+    p.add_argument('--timeout', type=float, default=60,
+                   help='seconds an OpenAI-compatible request may take in all (with --base-url)')
+    p.add_argument('--max-retries', type=int, default=3, help='retries of a failed request (with --base-url)')
     p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
     _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)

@@ -65,7 +65,8 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
 
 
 def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else v)
+    from ._redact import shown_url  # a credential inside a URL (user:KEY@host, ?api-key=KEY) is hidden too
+    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else shown_url(v))
             for k, v in kwargs.items()}
 
 
