@@ -99,6 +99,7 @@ def test_prepare_with_a_user_encoder(collection, sbert_folder, tmp_path):
     assert run['score'].between(-1, 1).all()
 
 
+@pytest.mark.slow  # two interpreters loading torch (the default tier's CPU budget)
 def test_cli_encode_takes_an_encoder(collection, sbert_folder, tmp_path):
     out = tmp_path / 'cli.flex'
     proc = subprocess.run([sys.executable, '-m', 'pyterrier_garen', 'encode', '--dataset', str(collection.path),

@@ -81,7 +81,8 @@ for call in (lambda: groups.to_hf('user/repo'), lambda: GroupCorpusGraph.from_hf
 '''
 
 
-@pytest.mark.parametrize('offline', [False, True], ids=['refused', 'HF_HUB_OFFLINE'])
+@pytest.mark.parametrize('offline', [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=['refused', 'HF_HUB_OFFLINE'])
 def test_hub_without_network_is_one_line(tmp_path, offline):
     pytest.importorskip('huggingface_hub', reason='huggingface_hub is not installed')
     env = {**{k: v for k, v in os.environ.items() if 'proxy' not in k.lower()},

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -22,6 +24,7 @@ def test_missing_collections_are_summarised_in_one_line(tmp_path):
     assert 'set GAREN_DATA' in lines[0]
 
 
+@pytest.mark.slow  # a second pytest run (the default tier's CPU budget)
 def test_no_line_without_such_skips():
     proc = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests/test_realdata.py',
                            '-k', 'compare_example'], cwd=ROOT, capture_output=True, text=True, timeout=300)
