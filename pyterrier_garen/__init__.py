@@ -15,14 +15,16 @@ _EXPORTS = {
     'dense_corpus_graph': '._graphs',
     'bm25_corpus_graph': '._graphs',
     'bm25_index': '._graphs',
-    'minilm_encoder': '._graphs',
+    'minilm_encoder': '._encoding',
     'encode_corpus': '._graphs',
+    'load_encoder': '._encoding',  # 'minilm', 'sbert:FOLDER', 'hf:FOLDER', 'package.module:factory'
     'load_corpus_graph': '._graphs',
     'hnsw_corpus_graph': '._ann',  # approximate (FAISS HNSW) dense graph for large corpora
     # groups: partition, artifact, builder, summaries (_partition.py, _group_graph.py, _summaries.py)
     'leiden_partition': '._partition',
     'GroupCorpusGraph': '._group_graph',
     'ArtifactError': '._group_graph',
+    'load_package': '._sharing',  # a package file (build_package) or unpacked folder, loaded offline
     'Summarizer': '._summaries',
     'ExtractiveSummarizer': '._summaries',
     # the offline pipeline and the main job (_prepare.py, _compare.py)
@@ -32,6 +34,13 @@ _EXPORTS = {
     'cpu_components': '._compare',
     'build_systems': '._compare',
     'SYSTEMS': '._compare',
+    'NAVIGATORS': '._compare',
+    # the registry of systems, navigators and engine short names (_registry.py; docs/architecture.md)
+    'System': '._registry',
+    'Navigator': '._registry',
+    'Components': '._registry',
+    'register_system': '._registry',
+    'register_navigator': '._registry',
     'evaluation_qrels': '._compare',
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
@@ -41,6 +50,7 @@ _EXPORTS = {
     'SlideGAR': '._baselines',
     'RGS': '._baselines',
     'DocGAREN': '._baselines',
+    'FirstStageFusion': '._fusion',  # fusion with the first stage as a stage of its own (_fusion.py)
     # navigators and rerankers (_navigators.py, _rerankers.py)
     'VoteNavigator': '._navigators',
     'CentroidNavigator': '._navigators',
@@ -49,11 +59,13 @@ _EXPORTS = {
     'VectorScorer': '._rerankers',
     'ListwiseReranker': '._rerankers',
     'parse_ranking': '._rerankers',
+    'CrossEncoderScorer': '._text_rerankers',  # any text reranker inside GAREN (_text_rerankers.py)
+    'with_text': '._text_rerankers',
     # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
-    'Engine': '._llm',
-    'VLLMEngine': '._llm',
-    'OpenAIEngine': '._llm',
-    'TransformersEngine': '._llm',
+    'Engine': '._engines',
+    'VLLMEngine': '._engines',
+    'OpenAIEngine': '._engines',
+    'TransformersEngine': '._engines',
     'build_tiny_model': '._tiny_model',
     'LLMSummarizer': '._llm_summarizer',
     # offline jobs on Ray (_ray.py; ray itself is imported only when a job runs)
@@ -61,6 +73,8 @@ _EXPORTS = {
     'EngineSpec': '._ray',
     'SummarizerSpec': '._ray',
     'summarize_batches': '._ray',
+    'encode_docs': '._ray',
+    'native_bf16': '._encoding',  # whether encoding's precision='auto' takes bfloat16 here
 }
 
 __all__ = sorted(_EXPORTS)

@@ -12,8 +12,8 @@ from typing import Any, Dict, List, Optional
 
 import pyterrier as pt
 
-from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch, slide
-from ._garen import by_last_placement, check_window, window_loop
+from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order, slide
+from ._garen import by_last_placement, window_loop
 from ._params import check_positive
 
 __all__ = ['SlidingWindowReranker', 'SlideGAR', 'RGS', 'DocGAREN']
@@ -34,30 +34,32 @@ class SlidingWindowReranker(WindowSearch):
     columns = ()
 
     def __init__(self, reranker: pt.Transformer, *, window: int = 20, stride: int = 10, budget: int = 100,
-                 verbose: bool = False):
+                 final_order: str = 'paper', verbose: bool = False):
         """
         Args:
             reranker: the document-level reranker.
             window: documents per reranker call.
             stride: distance between consecutive windows (``<= window``).
             budget: number of first-stage documents re-ranked, ``c``.
+            final_order: below the top ``stride`` of the pass: ``'paper'`` (the list as the pass left it),
+                ``'score'`` (by reranker score) or ``'auto'`` (``'score'`` unless the reranker declares
+                ``listwise = True``; ``'dropped'`` is the pass's own order here, as the pass keeps one sorted list).
             verbose: show a progress bar.
         """
         self.reranker = reranker
         self.window = window
         self.stride = stride
         self.budget = budget
+        self.final_order = final_order
         self.verbose = verbose
-        check_positive(window=window, stride=stride, budget=budget)
-        if stride > window:
-            raise ValueError(f'stride ({stride}) must not exceed window ({window}), or documents between windows '
-                             'would never be re-ranked')
+        self._check_sizes()
+        resolve_final_order(final_order, reranker)  # checks the value
 
     def _search(self, state):
         ranking = state.r0[:self.budget]
         state.observed.update((d, 1) for d in ranking)
-        yield from slide(ranking, self.window, self.stride)
-        return ranking
+        yield from slide(ranking, self.window, self.stride, state=state)
+        return self._final(state, ranking, self.stride, kept_list=True)
 
 
 class SlideGAR(WindowSearch):
@@ -77,8 +79,10 @@ class SlideGAR(WindowSearch):
     1-based step in which the document first entered a window.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, window: int = 20, keep: int = 10, budget: int = 100,
-                 verbose: bool = False):
+                 final_order: str = 'paper', verbose: bool = False):
         """
         Args:
             reranker: the document-level (listwise) reranker.
@@ -87,6 +91,10 @@ class SlideGAR(WindowSearch):
             keep: documents kept from one window to the next and added to it, ``b`` in the SlideGAR paper
                 (``h`` in GAREN's notation; ``keep < window``).
             budget: distinct documents re-ranked per query, ``c``.
+            final_order: below the kept top ``b``: ``'paper'`` (the dropped documents, most recently dropped
+                first), ``'score'`` (by reranker score), ``'dropped'`` (by the position at which a window last
+                placed them, then most recent first) or ``'auto'`` (``'dropped'`` when the reranker declares
+                ``listwise = True``, else ``'score'``).
             verbose: show a progress bar.
         """
         self.reranker = reranker
@@ -94,11 +102,10 @@ class SlideGAR(WindowSearch):
         self.window = window
         self.keep = keep
         self.budget = budget
+        self.final_order = final_order
         self.verbose = verbose
-        check_window(window, keep, budget)
-
-    def _graph(self):
-        return self.graph
+        self._check_sizes()
+        resolve_final_order(final_order, reranker)  # checks the value
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -107,7 +114,7 @@ class SlideGAR(WindowSearch):
         while window:
             t += 1
             seen.update((d, t) for d in window if d not in seen)
-            ranked = yield RERANK, window
+            ranked = yield from state.rerank(window)
             top, dropped = ranked[:b], ranked[b:] + dropped
             size = min(b, c - len(seen))
             if size <= 0:
@@ -124,7 +131,7 @@ class SlideGAR(WindowSearch):
                 batch = [d for _, d in zip(range(size), pools[turn % 2])]
                 turn += 1
             window = top + batch if batch else []
-        return top + dropped
+        return self._final(state, top + dropped, len(top))
 
 
 class RGS(WindowSearch):
@@ -145,8 +152,11 @@ class RGS(WindowSearch):
     for documents found by the ``k``-th expansion that found unseen neighbours.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, budget: int = 100, queue_size: Optional[int] = None,
-                 window: int = 20, stride: int = 10, seed_size: Optional[int] = None, verbose: bool = False):
+                 window: int = 20, stride: int = 10, seed_size: Optional[int] = None, final_order: str = 'paper',
+                 verbose: bool = False):
         """
         Args:
             reranker: the document-level (listwise) reranker.
@@ -156,6 +166,9 @@ class RGS(WindowSearch):
             window: documents per reranker call.
             stride: distance between consecutive windows.
             seed_size: first-stage documents seeding ``Q``; default ``max(1, budget // 5)``.
+            final_order: below the top ``stride`` of ``Q``: ``'paper'`` (``Q``, then the truncated documents, most
+                recent first), ``'score'`` (by reranker score) or ``'auto'`` (``'score'`` unless the reranker
+                declares ``listwise = True``; ``'dropped'`` is RGS's own order, as its windows sort one queue).
             verbose: show a progress bar.
         """
         self.reranker = reranker
@@ -165,8 +178,11 @@ class RGS(WindowSearch):
         self.window = window
         self.stride = stride
         self.seed_size = seed_size
+        self.final_order = final_order
         self.verbose = verbose
-        check_positive(budget=budget, window=window, stride=stride, queue_size=self.L, seed_size=self.seeds)
+        self._check_sizes()
+        check_positive(queue_size=self.L, seed_size=self.seeds)
+        resolve_final_order(final_order, reranker)  # checks the value
 
     @property
     def L(self) -> int:  # noqa: N802 (paper notation)
@@ -178,9 +194,6 @@ class RGS(WindowSearch):
         """Seed documents in use: ``seed_size``, by default ``max(1, budget // 5)``, at most ``budget``."""
         return min(self.seed_size if self.seed_size is not None else max(1, self.budget // 5), self.budget)
 
-    def _graph(self):
-        return self.graph
-
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
         seeds = r0[:self.seeds]
@@ -191,7 +204,7 @@ class RGS(WindowSearch):
         while new:
             t += 1
             queue += new
-            yield from slide(queue, self.window, self.stride, is_new=lambda d: d not in seen)
+            yield from slide(queue, self.window, self.stride, is_new=lambda d: d not in seen, state=state)
             seen.update((d, t) for d in new)
             dropped[:0] = queue[self.L:]
             del queue[self.L:]
@@ -204,7 +217,7 @@ class RGS(WindowSearch):
                     new = [n for n in neighbours(docno) if n not in seen][:self.budget - len(seen)]
                     if new:
                         break
-        return queue + dropped
+        return self._final(state, queue + dropped, min(self.stride, len(queue)), kept_list=True)
 
 
 class DocGAREN(WindowSearch):
@@ -225,8 +238,11 @@ class DocGAREN(WindowSearch):
     ``last_trace`` are as in GAREN (``groups_scored`` counts the documents the navigator scored).
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, navigator: pt.Transformer, *, window: int = 20,
-                 keep: int = 10, budget: int = 100, trace: bool = False, verbose: bool = False):
+                 keep: int = 10, budget: int = 100, final_order: str = 'paper', trace: bool = False,
+                 verbose: bool = False):
         """
         Args:
             reranker: the document-level reranker.
@@ -235,6 +251,10 @@ class DocGAREN(WindowSearch):
             window: window size ``w``.
             keep: documents kept from one window to the next, ``h`` (``h < w``).
             budget: distinct documents re-ranked per query, ``c``.
+            final_order: below the kept top ``h``: ``'paper'`` (the order the reranker last placed them),
+                ``'score'`` (by reranker score), ``'dropped'`` (by the position at which a window last placed them,
+                then later iterations first) or ``'auto'`` (``'dropped'`` when the reranker declares
+                ``listwise = True``, else ``'score'``).
             trace: record ``last_trace``.
             verbose: show a progress bar.
         """
@@ -244,16 +264,17 @@ class DocGAREN(WindowSearch):
         self.window = window
         self.keep = keep
         self.budget = budget
+        self.final_order = final_order
         self.trace = trace
         self.verbose = verbose
-        check_window(window, keep, budget)
-
-    def _graph(self):
-        return self.graph
+        self._check_sizes()
+        resolve_final_order(final_order, reranker)  # checks the value
 
     def _search(self, state: QueryState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
-        return by_last_placement(state.observed, state.last) if reranked else []
+        if not reranked:
+            return []
+        return self._final(state, by_last_placement(state.observed, state.last), min(self.keep, len(reranked)))
 
     def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
         votes: Dict[str, int] = {}

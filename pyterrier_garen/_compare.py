@@ -5,23 +5,22 @@ from __future__ import annotations
 import inspect
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 import pyterrier as pt
 
+from . import _registry
+from ._params import check_int
+
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
 
-SYSTEMS = ['BM25', 'Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
-           'GAREN-vote', 'GAREN-doc', 'GAREN+']
-#: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
-#: collections with the strength sweep; every variant tried is in docs/results.md).
-GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1}
-NAVIGATORS = ('centroid', 'summary', 'vote')
-_NAVIGATOR_TEXT = {'centroid': 'query vs. group centroid (CentroidNavigator)',
-                   'summary': "query vs. the summary's vector (SummaryNavigator)",
-                   'vote': 'connectivity votes (VoteNavigator)'}
+#: Names of the systems :func:`compare` runs, in its table's order (declared in ``_registry.py``; a live list).
+SYSTEMS = _registry.SYSTEM_NAMES
+GAREN_PLUS = _registry.GAREN_PLUS
+#: Names of GAREN's navigators (declared in ``_registry.py``; a live list).
+NAVIGATORS = _registry.NAVIGATOR_NAMES
 FIRST_STAGE = 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000'
 
 
@@ -45,20 +44,17 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
     Raises:
         ValueError: for an unknown navigator name.
     """
-    from . import CentroidNavigator, SummaryNavigator, VectorScorer, VoteNavigator, minilm_encoder
-    if navigator not in NAVIGATORS:
-        raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
+    from . import VectorScorer, minilm_encoder
+    spec = _registry.navigator(navigator)
     encoder = minilm_encoder()
     reranker = VectorScorer(prepared.vectors, encoder)
-    nav = {'centroid': lambda: CentroidNavigator(prepared.groups, prepared.vectors, encoder),
-           'summary': lambda: SummaryNavigator(prepared.groups, encoder),
-           'vote': VoteNavigator}[navigator]()
+    nav = spec.factory(prepared.groups, prepared, encoder)
     return reranker, nav
 
 
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
-                  systems=SYSTEMS, verbose: bool = False) -> Dict[str, pt.Transformer]:
+                  systems: Optional[Sequence[str]] = None, verbose: bool = False) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -76,40 +72,21 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
     """
-    from . import GAREN, RGS, DocGAREN, SlideGAR, SlidingWindowReranker, VoteNavigator
-    from ._gar import GAR
+    systems = list(SYSTEMS if systems is None else systems)
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
-    if not isinstance(budget, int) or budget < 1:
-        raise ValueError(f'budget must be a positive integer (documents reranked per query), got {budget!r}')
+    check_int('budget', budget, low=1, note='documents reranked per query')
     window = _window()
     if budget < window:
         warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
                       f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
-    groups = prepared.groups
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
-
-    def garen(**kwargs):
-        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, verbose=verbose, **kwargs)
-
-    factories = {
-        'BM25': lambda: bm25 % budget,
-        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget, verbose=verbose),
-        'GAR': lambda: bm25 >> GAR(reranker, groups, num_results=budget, batch_size=16, verbose=verbose),
-        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget, verbose=verbose),
-        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget, verbose=verbose),
-        'GAREN': lambda: bm25 >> garen(),
-        'GAREN-explore': lambda: bm25 >> garen(strategy='explore'),
-        'GAREN-exploit': lambda: bm25 >> garen(strategy='exploit'),
-        'GAREN-noprop': lambda: bm25 >> garen(propagate=False),
-        'GAREN-vote': lambda: bm25 >> garen(navigator=VoteNavigator()),
-        'GAREN-doc': lambda: bm25 >> DocGAREN(reranker, groups, doc_navigator or reranker, budget=budget,
-                                              verbose=verbose),
-        'GAREN+': lambda: bm25 >> garen(**GAREN_PLUS),
-    }
-    return {name: factories[name]() for name in systems}
+    components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
+                                      navigator=navigator, budget=budget, doc_navigator=doc_navigator,
+                                      verbose=verbose)
+    return {name: _registry.system(name).factory(components) for name in systems}
 
 
 class _Done(pt.Transformer):
@@ -151,8 +128,8 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
-            num_queries: Optional[int] = None, navigator: str = 'centroid', systems=SYSTEMS,
-            binary: Optional[bool] = None, verbose: bool = False) -> pd.DataFrame:
+            num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
+            binary: Optional[bool] = None, verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -168,6 +145,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
         verbose: progress bars: one per offline step that builds something, one over the systems.
+        reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
+            ``'factory:package.module:function'`` (see ``pyterrier_garen._text_rerankers.RERANKERS``).
 
     Returns:
         The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, when GAREN is among the systems, paired t-test
@@ -187,18 +166,24 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         label = 'SYNTHETIC (generated in seconds; shows that everything runs, not a benchmark)'
     elif isinstance(dataset, (str, Path)):
         dataset = load_dataset(str(dataset))
-    if navigator not in NAVIGATORS:
-        raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
-    if num_queries is not None and num_queries < 1:
-        raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
+    _registry.navigator(navigator)  # an unknown name fails before anything is built
+    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
+    from ._text_rerankers import RERANKERS, build_reranker
+    if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
+        build_reranker(reranker, None)
     prepared = prepare(dataset, workdir, verbose=verbose)
-    reranker, nav = cpu_components(prepared, navigator=navigator)
+    spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
+    reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
+    if spec != 'minilm':
+        reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
-    topics = dataset.get_topics()
+    from ._frames import check_one_query_per_qid, clean_queries
+    topics = clean_queries(dataset.get_topics(), dataset)  # repaired at the boundary: PISA fails on a NUL
+    check_one_query_per_qid(topics, dataset)
     total_queries = len(topics)
     if num_queries:
         topics = topics.head(num_queries)
@@ -228,8 +213,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'excluded_removed': excluded,
         'budget': budget,
         'first_stage': FIRST_STAGE,
-        'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
-        'navigator': _NAVIGATOR_TEXT[navigator],
+        'reranker': reranker_text,
+        'navigator': _registry.navigator(navigator).text,
         'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
@@ -275,4 +260,13 @@ def format_comparison(table: pd.DataFrame) -> str:
                   f'(the baseline, hence its empty row);',
                   f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
                   f'for multiple comparisons.']
+    if 'name' in table.columns and 'GAREN+' in set(table['name']):
+        lines += ['', garen_plus_legend()]
     return '\n'.join(lines)
+
+
+def garen_plus_legend() -> str:
+    """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README)."""
+    options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
+    return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
+            'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm.')

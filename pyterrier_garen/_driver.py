@@ -9,6 +9,7 @@ queries one at a time.
 """
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
@@ -18,10 +19,11 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import first_stage, neighbour_lookup, ranking_frame
-from ._params import Rebuildable
+from ._params import Rebuildable, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
-           'QueryState', 'WindowSearch']
+           'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail',
+           'check_window']
 
 RERANK = 'rerank'
 NAVIGATE = 'navigate'
@@ -97,7 +99,9 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
         **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
-    out = model(frame)
+    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
+    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
+    out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
     if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
     raw = pd.to_numeric(out['score'], errors='coerce')
@@ -105,8 +109,6 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if not_numeric.any():
         raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
                          f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
-    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
-    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     returned = pd.Series(raw.to_numpy(dtype=float),
                          index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
     returned = returned[~returned.index.duplicated()]
@@ -126,18 +128,34 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
 
 
-def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[List[str]]]:
+class Ranked(list):
+    """A re-ranked window: its docnos best first, with the reranker's score of each in ``scores`` (same order).
+
+    The answer to a :data:`RERANK` request; a plain list (e.g. from a handler written for tests) works too, it just
+    carries no scores.
+    """
+
+    def __init__(self, docnos: Iterable[str] = (), scores: Sequence[float] = ()):
+        super().__init__(docnos)
+        self.scores = list(scores)
+
+
+def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[Ranked]]:
     """Handler of :data:`RERANK` requests: orders each window by descending reranker score, ties by window order.
 
     The reranker receives ``qid, query, docno, score, rank`` rows, where ``score``/``rank`` give the current window
-    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself.
+    order (``score = len(window) - position``, ``rank = position``); it fetches any text itself. Each answer is a
+    :class:`Ranked` window that keeps the scores (``-inf`` where the reranker gave none).
     """
     def handle(requests):
         requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
                                   'rank': np.arange(len(docs))}) for qid, query, docs in requests]
         scores = _call(reranker, requests, 'reranker')
-        return [[payload['docno'][i] for i in np.lexsort((np.arange(len(s)), -s))]
-                for (_, _, payload), s in zip(requests, scores, strict=True)]
+        out = []
+        for (_, _, payload), s in zip(requests, scores, strict=True):
+            order = np.lexsort((np.arange(len(s)), -s))
+            out.append(Ranked([payload['docno'][i] for i in order], s[order].tolist()))
+        return out
     return handle
 
 
@@ -162,17 +180,96 @@ def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
     return list(range(num_docs - window, 0, -stride)) + [0]
 
 
-def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None) -> Search:
+def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None,
+          state: Optional['QueryState'] = None) -> Search:
     """Re-rank ``ranking`` in place with the windows of :func:`window_starts`, from the bottom up.
 
     The pass ends with the window that starts at position 0, so the best documents bubble to the top. With
-    ``is_new``, it also ends at the first window without a new document (RGS).
+    ``is_new``, it also ends at the first window without a new document (RGS). With ``state``, every window's
+    verdicts are recorded there (:meth:`QueryState.rerank`).
     """
     for start in window_starts(len(ranking), window, stride):
         end = min(start + window, len(ranking))
         if is_new is not None and not any(map(is_new, ranking[start:end])):
             break
-        ranking[start:end] = yield RERANK, ranking[start:end]
+        if state is not None:
+            ranking[start:end] = yield from state.rerank(ranking[start:end])
+        else:
+            ranking[start:end] = yield RERANK, ranking[start:end]
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the final order: what a search does with the verdicts of documents that left its windows
+
+#: Values of the ``final_order`` option of every window search.
+FINAL_ORDERS = ('auto', 'paper', 'score', 'dropped')
+
+
+def is_listwise(reranker: Any) -> bool:
+    """Whether a reranker declares window-relative scores (``listwise = True``), looking through ``>>`` pipelines.
+
+    The last stage of a pipeline that declares ``listwise`` decides; a reranker that declares nothing counts as
+    pointwise (its scores compare across calls, as those of cross-encoders, yes/no scorers and vector scorers do).
+    """
+    stages = list(getattr(reranker, '_transformers', None) or [reranker])
+    for stage in reversed(stages):
+        if getattr(stage, '_transformers', None):
+            return is_listwise(stage)
+        if hasattr(stage, 'listwise'):
+            return bool(stage.listwise)
+    return False
+
+
+def resolve_final_order(final_order: str, reranker: Any) -> str:
+    """``final_order`` with ``'auto'`` resolved: ``'dropped'`` for a listwise reranker, else ``'score'``."""
+    if final_order not in FINAL_ORDERS:
+        raise ValueError(f'final_order must be one of {FINAL_ORDERS}, got {final_order!r}')
+    if final_order == 'auto':
+        return 'dropped' if is_listwise(reranker) else 'score'
+    return final_order
+
+
+def order_tail(order: Sequence[str], head: int, how: str, *, scores: Dict[str, float],
+               last: Dict[str, Tuple[int, int]]) -> List[str]:
+    """A search's own final ``order`` with everything below its first ``head`` documents re-ordered by ``how``.
+
+    ``'paper'``: unchanged. ``'score'``: by descending reranker score (documents without a score last).
+    ``'dropped'``: by the position each document had in the last window that re-ranked it (best first; window-
+    relative evidence, for listwise rerankers). Both sorts are stable: ties keep ``order``.
+    """
+    if how == 'paper':
+        return list(order)
+    if how == 'score':
+        def key(docno):
+            return -scores.get(docno, -math.inf)
+    elif how == 'dropped':
+        def key(docno):
+            return last[docno][1] if docno in last else math.inf
+    else:
+        raise ValueError(f"how must be 'paper', 'score' or 'dropped', got {how!r}")
+    return list(order[:head]) + sorted(order[head:], key=key)
+
+
+def collection_size(graph: Any) -> Optional[int]:
+    """The number of documents of a graph (``len(graph)``), or None when it does not say."""
+    try:
+        return int(len(graph))
+    except TypeError:
+        return None
+
+
+def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: str) -> bool:
+    """Warn (``UserWarning``) when ``budget`` is at least the number of documents; returns whether it warned.
+
+    ``docs`` is that number or a graph of the collection (its ``len``); nothing happens when either is unknown.
+    """
+    size = docs if isinstance(docs, (int, np.integer)) else collection_size(docs) if docs is not None else None
+    if budget is None or size is None or size <= 0 or budget < size:
+        return False
+    warnings.warn(f'{context}: budget={budget} is at least the {size} documents of the collection, so every adaptive '
+                  'search re-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
+                  'size to compare the searches', stacklevel=3)
+    return True
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -187,9 +284,19 @@ class QueryState:
     observed: Dict[str, int] = field(default_factory=dict)  # docno -> 1-based step it was first sent to the reranker
     last: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # docno -> (iteration, position) last re-ranked
     cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
-    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
-    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
-    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
+    scores: Dict[str, float] = field(default_factory=dict)  # docno -> the reranker's last score of it
+    reranks: int = 0  # reranker requests so far
+
+    def rerank(self, window: Sequence[str]) -> Generator[Request, Any, List[str]]:
+        """Re-rank ``window`` (one request); record each document's ``last`` placement and score, return the order.
+
+        ``last[d]`` becomes ``(number of this request, position)``, 1-based requests, 0-based positions.
+        """
+        reranked = yield RERANK, window
+        self.reranks += 1
+        self.last.update((d, (self.reranks, i)) for i, d in enumerate(reranked))
+        self.scores.update(zip(reranked, getattr(reranked, 'scores', ())))
+        return reranked
 
     def __post_init__(self):
         self.rank0 = {d: i for i, d in enumerate(self.r0)}
@@ -237,12 +344,23 @@ class _Recorder:
                 steps.append(dict(payload))
 
 
+def check_window(window: int, keep: int, budget: int) -> None:
+    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
+    check_positive(window=window, keep=keep, budget=budget)
+    if keep >= window:
+        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
+                         f'enter the window; e.g. keep={window // 2}')
+
+
 class WindowSearch(Rebuildable, pt.Transformer):
     """Base of every windowed search: one coroutine per query, all queries batched, a ranking frame out.
 
-    A subclass stores its ``reranker`` (and ``navigator`` when it has one), ``verbose`` and ``trace``, and defines
-    :meth:`_search`, the per-query search over a :class:`QueryState`. ``columns`` names the integer columns
-    :meth:`_columns` adds to the output (``iteration`` by default).
+    A subclass stores every ``__init__`` argument under its own name (its ``reranker``, its ``navigator`` when it
+    has one, ``verbose``, ``trace``), calls :meth:`_check_sizes` at the end of ``__init__`` and defines
+    :meth:`_search`, the per-query search over a :class:`QueryState` (or the subclass ``state_class`` names).
+    ``graph_param`` names the argument holding the graph whose ``neighbours`` the search follows (``None``: it
+    follows none). ``columns`` names the integer columns :meth:`_columns` adds to the output (``iteration`` by
+    default).
 
     After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
     reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
@@ -253,10 +371,38 @@ class WindowSearch(Rebuildable, pt.Transformer):
     verbose: bool = False
     trace: bool = False
     columns: Tuple[str, ...] = ('iteration',)
+    graph_param: Optional[str] = None
+    state_class: type = QueryState
+    final_order: str = 'paper'
+
+    def _final(self, state: QueryState, order: Sequence[str], head: int, *, kept_list: bool = False) -> List[str]:
+        """The search's own final ``order`` with its tail re-ordered as ``final_order`` says (:func:`order_tail`).
+
+        ``kept_list``: the search keeps one list that its windows sort in place (sliding window, RGS), so the
+        list's own order is already the merge of window-relative evidence and ``'dropped'`` leaves it as it is.
+        """
+        how = resolve_final_order(self.final_order, self.reranker)
+        if how == 'dropped' and kept_list:
+            how = 'paper'
+        return order_tail(order, head, how, scores=state.scores, last=state.last)
 
     def _graph(self) -> Any:
         """The graph whose ``neighbours`` the search follows (None if it follows none)."""
-        return None
+        return getattr(self, self.graph_param) if self.graph_param else None
+
+    def _check_sizes(self) -> None:
+        """Validate the sizes every windowed search shares, whichever of them it has.
+
+        ``window``, ``keep``, ``stride`` and ``budget`` are positive integers; ``keep < window`` (or no new document
+        could enter a window) and ``stride <= window`` (or documents between two windows would never be re-ranked).
+        """
+        sizes = {name: getattr(self, name) for name in ('window', 'keep', 'stride', 'budget') if hasattr(self, name)}
+        if 'keep' in sizes:
+            check_window(sizes['window'], sizes['keep'], sizes['budget'])
+        check_positive(**sizes)
+        if 'stride' in sizes and sizes['stride'] > sizes['window']:
+            raise ValueError(f"stride ({sizes['stride']}) must not exceed window ({sizes['window']}), or documents "
+                             'between windows would never be re-ranked')
 
     def _search(self, state: QueryState) -> Search:
         """Yield requests and return the final ranking of the observed documents of one query."""
@@ -276,8 +422,9 @@ class WindowSearch(Rebuildable, pt.Transformer):
         """Run the search for every query of ``inp`` (a first-stage result frame)."""
         queries = first_stage(inp, context=self)
         graph = self._graph()
+        warn_budget_covers_collection(getattr(self, 'budget', None), graph, context=type(self).__name__)
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
-        states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
+        states = {(qid, query): self.state_class(r0, neighbours) for qid, query, r0 in queries}
         recorder = _Recorder(self.trace)
         rankings = run_batched({key: self._search(state) for key, state in states.items()}, self._handlers(),
                                observer=recorder, desc=type(self).__name__, verbose=self.verbose)

@@ -1,8 +1,10 @@
 """The one place that turns exceptions into what a command-line user sees.
 
 A user error (bad input, a missing or existing file, a folder that cannot be written, a dataset that cannot be
-downloaded, a missing extra) becomes one line ``error: ...`` on stderr and exit status 2; Ctrl-C says what was
-kept and how to resume (exit status 130). Anything else is a bug and keeps its traceback.
+downloaded, a missing extra) becomes one line ``error: ...`` on stderr and exit status 2; a run that failed (an
+exception with an ``exit_status`` attribute: a server that refuses the key, too many failed engine requests) is one
+line with that status (1); Ctrl-C says what was kept and how to resume (exit status 130). Anything else is a bug and
+keeps its traceback.
 """
 from __future__ import annotations
 
@@ -44,7 +46,9 @@ def is_network_error(ex: BaseException) -> bool:
 
 def user_message(ex: BaseException) -> Optional[str]:
     """The one-line message for a user error, ``None`` for an exception that is a bug."""
-    from ._atomic import ArtifactBusyError
+    from ._atomic import ArtifactBusyError, ResourceError
+    if isinstance(ex, ResourceError):  # names the path, the cause and the fix already (_atomic.resource_error)
+        return one_line(str(ex))
     if is_network_error(ex):
         return one_line(f'cannot reach the network to download data ({type(ex).__name__}: {str(ex)[:160]}); '
                         'download the dataset first on a connected machine (its files go to ~/.ir_datasets) or pass '
@@ -60,6 +64,8 @@ def user_message(ex: BaseException) -> Optional[str]:
                errno.EISDIR: 'pass a file, not a folder',
                errno.EEXIST: 'choose another path or remove it'}.get(ex.errno, 'check the path')
         return one_line(f'{ex.strerror.lower()}{where}; {fix}')
+    if isinstance(getattr(ex, 'exit_status', None), int):  # a run that failed, said by the code that knows why
+        return one_line(str(ex) or type(ex).__name__)
     if isinstance(ex, IndexError):  # from deep inside: a bug (user-facing ids are checked before use)
         return None
     if isinstance(ex, (ValueError, LookupError, OSError, ImportError, ArtifactBusyError)):
@@ -87,11 +93,33 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
     try:
         (call or args.func)(args)
     except KeyboardInterrupt:
-        sys.stderr.write(f'\n{INTERRUPTED}\n')
+        end_progress_bars()
+        sys.stderr.write(f'\n{INTERRUPTED}\n')  # after the terminal's ^C
         sys.exit(130)
     except Exception as ex:  # noqa: BLE001 - the one place where exceptions become messages
         message = user_message(ex)
         if message is None:
+            end_progress_bars()
             raise
+        end_progress_bars()
         sys.stderr.write(f'error: {message}\n')
-        sys.exit(2)
+        status = getattr(ex, 'exit_status', None)
+        sys.exit(status if isinstance(status, int) and status > 0 else 2)
+
+
+def end_progress_bars() -> None:
+    """Close the progress bars a failed command left open, so that what follows starts on a line of its own (a
+    bar's last refresh ends without a newline)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return
+    bars = list(getattr(tqdm, '_instances', ()))
+    for bar in bars:
+        try:
+            bar.leave = True  # closing then ends the bar's line (a bar that clears itself would leave the cursor)
+            bar.close()
+        except Exception:  # noqa: BLE001, S110 - a broken bar must not hide the error itself
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import math
 from collections import abc
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyterrier as pt
 
-from ._driver import EVENT, RERANK, QueryState, Search, WindowSearch
-from ._params import check_groups, check_nonnegative, check_positive, check_probability
+from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
+from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
+                      check_probability)
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
-           'fuse_first_stage']
+           'fuse_first_stage', 'group_feedback']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -140,7 +142,8 @@ def take(pools: Sequence[Sequence[str]], n: int, *, round_robin: bool) -> List[s
 
 
 def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tuple[int, int]],
-              group_of: Callable[[str], int], p: float, alpha: float) -> List[str]:
+              group_of: Callable[[str], int], p: float, alpha: float, *,
+              order: Optional[Sequence[str]] = None) -> List[str]:
     """Group-Driven Evidence Propagation (paper Section 4.3, Eq. 8-9); returns the final order of the observed docs.
 
     ``b(d) = (1-p) p^(rank(d)-1)`` for the top :data:`PROPAGATION_DEPTH` documents of the last re-ranked window
@@ -156,8 +159,11 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
         group_of: ``Omega(d)``.
         p: RBP decay ``p``.
         alpha: propagation weight ``alpha``.
+        order: (beyond the paper) when given, ties keep this order of the observed documents instead of the last
+            placement (see GAREN's ``final_order``).
     """
     base = {d: (1 - p) * p ** i for i, d in enumerate(final[:PROPAGATION_DEPTH])}
+    position = {d: i for i, d in enumerate(order)} if order is not None else None
     bonus: Dict[int, float] = {}
     for docno, b in base.items():
         gid = group_of(docno)
@@ -167,6 +173,8 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
     def key(docno):
         gid = group_of(docno)
         score = base.get(docno, 0.) + (alpha * bonus.get(gid, 0.) if gid != -1 else 0.)
+        if position is not None:
+            return -score, position[docno]
         return -score, -last[docno][0], last[docno][1]
     return sorted(observed, key=key)
 
@@ -195,6 +203,22 @@ def group_evidence(top: Sequence[str], group_of: Callable[[str], int], p: float)
         if gid != -1:
             evidence[gid] = evidence.get(gid, 0.) + (1 - p) * p ** i
     return evidence
+
+
+def group_feedback(last: Dict[str, Tuple[int, int]], group_of: Callable[[str], int], keep: int) -> Dict[int, float]:
+    """The reranker's verdicts on the documents taken from each group: ``(hits - misses) / (n + 1)`` per group.
+
+    Over the ``n`` re-ranked members of a group (every document in ``last``), a hit is a member that the last window
+    re-ranking it placed in the kept top ``keep`` (position < ``keep``), a miss one it placed below; so the value is
+    in (-1, 1), 0 for a group with no re-ranked member, and the ``+ 1`` shrinks the verdict on few members.
+    """
+    counts: Dict[int, List[int]] = {}
+    for docno, (_, position) in last.items():
+        gid = group_of(docno)
+        if gid != -1:
+            hit_miss = counts.setdefault(gid, [0, 0])
+            hit_miss[position >= keep] += 1
+    return {gid: (hits - misses) / (hits + misses + 1) for gid, (hits, misses) in counts.items()}
 
 
 def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, every: int) -> List[str]:
@@ -249,14 +273,6 @@ def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float,
 # ---------------------------------------------------------------------------------------------------------------------
 # the window loop of Algorithm 1
 
-def check_window(window: int, keep: int, budget: int) -> None:
-    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
-    check_positive(window=window, keep=keep, budget=budget)
-    if keep >= window:
-        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
-                         f'enter the window; e.g. keep={window // 2}')
-
-
 def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, budget: int) -> Search:
     """Algorithm 1's window loop for one query; returns the last re-ranked window ``W~_T``.
 
@@ -275,8 +291,7 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
         t += 1
         for docno in current:
             state.observed.setdefault(docno, t)
-        reranked = yield RERANK, current
-        state.last.update((d, (t, i)) for i, d in enumerate(reranked))
+        reranked = yield from state.rerank(current)  # records last[d] = (t, position) and the scores
         yield EVENT, {'iteration': t, 'window': current, 'reranked': reranked}
         n = min(window - keep, budget - len(state.observed))
         if t >= horizon or n <= 0:
@@ -291,6 +306,14 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the transformer
+
+@dataclass
+class GARENState(QueryState):
+    """A query's :class:`QueryState` plus GAREN's private caches of the groups it has met."""
+    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
+    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
+    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
+
 
 class GAREN(WindowSearch):
     """Group-Aware Adaptive Retrieval for Evidence Navigation (GAREN).
@@ -352,6 +375,8 @@ class GAREN(WindowSearch):
                  switch_members: int = 0,
                  fusion: float = 0.0,
                  member_order: str = 'first_stage',
+                 final_order: str = 'paper',
+                 feedback: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -383,6 +408,17 @@ class GAREN(WindowSearch):
             member_order: (beyond the paper) order of a group's unobserved members: ``'first_stage'`` (paper) or
                 ``'evidence'``: members more k-NN-linked from the current top ``h`` first (:func:`by_links`), which
                 matters for large or mixed groups.
+            final_order: (beyond the paper) order of the observed documents below the kept top ``h`` before
+                propagation: ``'paper'`` (the order the reranker last placed them: later iterations first, then
+                window position), ``'score'`` (by the reranker's score, for rerankers whose scores compare across
+                windows), ``'dropped'`` (by the position at which a window last placed them, then later iterations
+                first: window-relative evidence, for listwise rerankers) or ``'auto'`` (``'dropped'`` when the
+                reranker declares ``listwise = True``, else ``'score'``). Propagation then breaks its ties by that
+                order (b(d) from its top 10). See docs/decisions.md.
+            feedback: (beyond the paper; 0 = off) ``beta`` of reranker feedback in navigation: eligible groups are
+                ordered by their navigator value standardised over the query's scored groups (``(v - mean) / std``)
+                ``+ beta *`` :func:`group_feedback`, so the groups whose documents the reranker kept rise and those
+                whose documents it dropped sink.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -397,6 +433,7 @@ class GAREN(WindowSearch):
         self.budget = budget
         self.group_budget = group_budget
         self.tau_switch = tau_switch
+        check_choice('strategy', strategy, [s.value for s in Strategy])
         self.strategy = Strategy(strategy)
         self.propagate = propagate
         self.p = p
@@ -406,29 +443,28 @@ class GAREN(WindowSearch):
         self.switch_members = switch_members
         self.fusion = fusion
         self.member_order = member_order
+        self.final_order = final_order
+        self.feedback = feedback
         self.trace = trace
         self.verbose = verbose
-        check_window(window, keep, budget)
+        self._check_sizes()
         check_probability(p=p)
         check_nonnegative(alpha=alpha)
         check_groups(groups, 'GAREN', needs=('group_of', 'group_members', 'summary', 'neighbours'))
-        for name in ('interleave', 'switch_members'):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f'{name} must be a non-negative integer (0 = off), got {value!r}')
-        for name in ('evidence_weight', 'fusion'):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
-        if member_order not in MEMBER_ORDERS:
-            raise ValueError(f'member_order must be one of {MEMBER_ORDERS}, got {member_order!r}')
-        if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
-            raise ValueError(f'group_budget (K_g) must be a non-negative integer, got {group_budget!r}')
+        check_int('group_budget', group_budget, low=0, note='K_g, new groups scored per iteration')
+        check_int('tau_switch', tau_switch, low=0, note='the last exploring iteration')
+        check_int('interleave', interleave, low=0, note='0 = off')
+        check_int('switch_members', switch_members, low=0, note='0 = off')
+        check_number('evidence_weight', evidence_weight, low=0, note='0 = off')
+        check_number('fusion', fusion, low=0, note='0 = off')
+        check_number('feedback', feedback, low=0, note='0 = off')
+        resolve_final_order(final_order, reranker)  # checks the value
+        check_choice('member_order', member_order, MEMBER_ORDERS)
+        check_bool(propagate=propagate, trace=trace)
 
     columns = ('iteration', 'group')
-
-    def _graph(self):
-        return self.groups
+    graph_param = 'groups'
+    state_class = GARENState
 
     def _explores(self, t: int) -> bool:
         return self.strategy == Strategy.EXPLORE or (self.strategy == Strategy.EXPLORE_EXPLOIT and t <= self.tau_switch)
@@ -441,17 +477,22 @@ class GAREN(WindowSearch):
         finally:
             self._neighbour_groups = {}
 
-    def _search(self, state: QueryState) -> Search:
+    def _search(self, state: GARENState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
         if not reranked:
             return []
-        if not self.propagate:
-            final = by_last_placement(state.observed, state.last)
-        else:
-            final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+        how = resolve_final_order(self.final_order, self.reranker)
+        final = by_last_placement(state.observed, state.last)  # W~_T first, then the earlier windows' documents
+        if how != 'paper':  # below the kept top h: every verdict the reranker gave, not when it was given
+            final = self._final(state, final, min(self.keep, len(reranked)))
+        if self.propagate:
+            if how == 'paper':
+                final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
+            else:
+                final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final)
         return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
 
-    def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
+    def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
         groups = self.groups
         members, best_rank, rank0, observed = state.members, state.best_rank, state.rank0, state.observed
@@ -496,6 +537,8 @@ class GAREN(WindowSearch):
         evidence = group_evidence(top, groups.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__
+        if self.feedback:
+            value = self._with_feedback(state, value)
         eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and is_open(g)),
                           key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
@@ -524,6 +567,15 @@ class GAREN(WindowSearch):
             event['evidence'] = evidence
         yield EVENT, event
         return expansion
+
+    def _with_feedback(self, state: QueryState, value: Callable[[int], float]) -> Callable[[int], float]:
+        """``value`` standardised over the query's scored groups, plus ``feedback *`` :func:`group_feedback`."""
+        scored = np.array([v for v in state.cache.values() if math.isfinite(v)], dtype=float)
+        mean = float(scored.mean()) if len(scored) else 0.
+        spread = float(scored.std()) if len(scored) > 1 else 0.
+        spread = spread if spread > 0 else 1.
+        verdicts = group_feedback(state.last, self.groups.group_of, self.keep)
+        return lambda g: (value(g) - mean) / spread + self.feedback * verdicts.get(g, 0.)
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}

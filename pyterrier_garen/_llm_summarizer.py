@@ -5,9 +5,10 @@ import hashlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._llm import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
+from ._params import Rebuildable, check_int, check_optional_positive, check_positive
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
-from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
+from ._summaries import REQUEST_FAILED, UNUSABLE_REPLY, ExtractiveSummarizer, GroupDocs, Summarizer
 
 __all__ = ['LLMSummarizer', 'extract_json', 'parse_summary']
 
@@ -82,7 +83,7 @@ def parse_summary(text: Any) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
             'fingerprints': fingerprints if isinstance(fingerprints, list) else []}, None
 
 
-class LLMSummarizer(Summarizer, UsageStats):
+class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
     """Group summaries written by an LLM, for :meth:`GroupCorpusGraph.summarize`.
 
     The prompt (``prompts/summary.txt``) shows the group's documents and asks for one JSON object with a fingerprint
@@ -93,8 +94,12 @@ class LLMSummarizer(Summarizer, UsageStats):
     that is not usable JSON gets ``retries`` repair rounds (batched: the group's prompt, the failed reply and a
     message naming the problem; the documents are cut further so that this longer conversation still fits the
     context with ``max_tokens`` to answer). If it is still unusable, or its engine request failed (after the
-    engine's own retries), the record comes from :class:`ExtractiveSummarizer` with ``fallback: True`` and the
-    ``error``, and :attr:`fallbacks` (and :attr:`failed`) is incremented: one bad group never stops the others.
+    engine's own retries), the record comes from :class:`ExtractiveSummarizer` with ``fallback: True``, the
+    ``error`` and its ``fallback_reason`` (``'request_failed'``: the next run retries the group;
+    ``'unusable_reply'``: kept, greedy decoding would answer the same), and :attr:`fallbacks` (and :attr:`failed`)
+    is incremented: one bad group never stops the others. A refusal that no retry can fix (a wrong API key, HTTP
+    401/403) is raised at once instead. :meth:`GroupCorpusGraph.summarize` stops with an error when more than
+    ``max_failed_share`` of the groups failed.
     Greedy decoding makes the result a function of the engine and the groups.
 
     Attributes:
@@ -114,10 +119,9 @@ class LLMSummarizer(Summarizer, UsageStats):
             batch_size: groups per engine call; None: all groups of a :meth:`summarize` call in one engine call.
             retries: repair rounds for unusable replies before the extractive fallback.
         """
-        if retries < 0:
-            raise ValueError(f'retries must be >= 0; got {retries}')
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        check_int('retries', retries, low=0)
+        check_optional_positive(batch_size=batch_size)
+        check_positive(max_doc_tokens=max_doc_tokens, max_tokens=max_tokens)
         self.engine = engine
         self.max_doc_tokens = max_doc_tokens
         self.max_tokens = max_tokens
@@ -127,10 +131,6 @@ class LLMSummarizer(Summarizer, UsageStats):
         self.repair_template = PromptTemplate('summary_repair')
         self.fallback = ExtractiveSummarizer()
         self.reset_stats()
-
-    def __repr__(self):
-        return (f'LLMSummarizer({self.engine!r}, max_doc_tokens={self.max_doc_tokens}, max_tokens={self.max_tokens}, '
-                f'batch_size={self.batch_size}, retries={self.retries})')
 
     @property
     def prompt_hash(self) -> str:
@@ -168,11 +168,13 @@ class LLMSummarizer(Summarizer, UsageStats):
             shown = shown[:max(1, room // 48)]
         per_doc = max(8, min(self.max_doc_tokens, room // max(1, len(shown))))
         while True:
-            lines = []
-            for k, doc in enumerate(shown, start=1):
+            bodies = []
+            for doc in shown:
                 title, text = clean_text(doc.get('title')), clean_text(doc.get('text'))
-                body = self.engine.truncate(f'{title}: {text}' if title else text, per_doc)
-                lines.append(f'[{k}] ({clean_text(doc.get("docno"))}) {body}')
+                bodies.append(f'{title}: {text}' if title else text)
+            lines = [f'[{k}] ({clean_text(doc.get("docno"))}) {body}' for k, (doc, body)
+                     in enumerate(zip(shown, truncate_each(self.engine, bodies, [per_doc] * len(bodies)), strict=True),
+                                  start=1)]
             conversation = self.template.messages(n=len(shown), docs='\n\n'.join(lines))
             excess = self.engine.count_conversation_tokens(conversation) - limit
             if excess <= 0 or per_doc <= 8:
@@ -233,10 +235,11 @@ class LLMSummarizer(Summarizer, UsageStats):
                 else:
                     errors[i] = error
         result = []
-        for group, record, error in zip(groups, records, errors, strict=True):
+        for i, (group, record, error) in enumerate(zip(groups, records, errors, strict=True)):
             if record is None:
                 self.fallbacks += 1
-                record = {**self.fallback.summarize_one(group['docs']), 'fallback': True, 'error': error}
+                record = {**self.fallback.summarize_one(group['docs']), 'fallback': True,
+                          'fallback_reason': REQUEST_FAILED if i in dead else UNUSABLE_REPLY, 'error': error}
             result.append(record)
         self.failed += len(dead)
         return result

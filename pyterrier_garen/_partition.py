@@ -1,14 +1,16 @@
 """Graph -> groups: Leiden (modularity) with recursive re-partitioning of large groups (paper §4.1, App. A)."""
 from __future__ import annotations
 
-import math
 
+import math
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Optional, Tuple
 
 import numpy as np
+
+from ._params import check_int, check_number
 
 __all__ = ['leiden_partition', 'Partition', 'symmetrise']
 
@@ -249,19 +251,14 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
             always go until nothing improves (small graphs: cheap).
         verbose: show a progress bar over re-partitioned groups.
     """
-    if isinstance(max_group_size, bool) or not isinstance(max_group_size, (int, np.integer)) or max_group_size < 2:
-        raise ValueError(f'max_group_size must be an integer of at least 2, got {max_group_size!r}')
-    for name, value in (('resolution', resolution), ('randomness', randomness)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(value) or value <= 0:
-            raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
-    if isinstance(tolerance, bool) or not isinstance(tolerance, (int, float, np.integer, np.floating)) \
-            or not math.isfinite(tolerance) or tolerance < 0:
-        raise ValueError(f'tolerance must be a finite number >= 0, got {tolerance!r}')
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations == 0:
-        raise ValueError(f'iterations must be a non-zero integer (negative: until settled), got {iterations!r}')
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f'seed must be an integer, got {seed!r}')
+    check_int('max_group_size', max_group_size, low=2)
+    check_number('resolution', resolution, low=0, low_open=True)
+    check_number('randomness', randomness, low=0, low_open=True)
+    check_number('tolerance', tolerance, low=0)
+    check_int('seed', seed)
+    check_int('iterations', iterations)
+    if iterations == 0:
+        raise ValueError('iterations must be a non-zero integer (negative: until settled), got 0')
     if backend not in ('igraph', 'leidenalg'):
         raise ValueError(f'unknown Leiden backend {backend!r}; use "igraph" (fast default) or "leidenalg" (reference)')
     num_nodes = int(np.asarray(edges).shape[0])

@@ -7,7 +7,7 @@ through the same summary store (or FlexIndex indexer).
 
 Models are never shipped to the actors. Each actor builds its own from a small picklable recipe:
 
-* :class:`EngineSpec`: which :class:`~pyterrier_garen._llm.Engine` to construct, with which arguments
+* :class:`EngineSpec`: which :class:`~pyterrier_garen._engines.Engine` to construct, with which arguments
   (``EngineSpec('vllm', model='Qwen/Qwen3-4B')``);
 * :class:`SummarizerSpec`: an LLM summariser over an engine spec (``EngineSpec(...).summarizer(max_tokens=512)``);
   summarisers without a model (:class:`~pyterrier_garen.ExtractiveSummarizer`) are sent as they are;
@@ -27,17 +27,13 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 
+from . import _registry
+
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
-_EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
+_EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
-# short engine names accepted by EngineSpec (resolved inside the actor, so no model library is imported on the driver)
-_ENGINES = {
-    'vllm': 'pyterrier_garen._llm:VLLMEngine',
-    'openai': 'pyterrier_garen._llm:OpenAIEngine',
-    'transformers': 'pyterrier_garen._llm:TransformersEngine',
-}
 _SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
 
 
@@ -56,11 +52,12 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
     """A class or factory from an object, a short engine name or a ``'module:attribute'`` path."""
     if not isinstance(target, str):
         return target
-    path = _ENGINES.get(target, target)
+    # short engine names are declared in _registry.py (resolved inside the actor: no model library on the driver)
+    path = _registry.engine(target).target if target in _registry.engine_names() else target
     module, sep, attr = path.partition(':')
     if not sep:
-        raise ValueError(f'unknown engine {target!r}: use one of {sorted(_ENGINES)}, an Engine class, or a '
-                         '"package.module:Class" path')
+        raise ValueError(f'unknown engine {target!r}: use one of {sorted(_registry.engine_names())}, an Engine '
+                         'class, or a "package.module:Class" path')
     try:
         return getattr(importlib.import_module(module), attr)
     except AttributeError as ex:
@@ -68,7 +65,8 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
 
 
 def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else v)
+    from ._redact import shown_url  # a credential inside a URL (user:KEY@host, ?api-key=KEY) is hidden too
+    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else shown_url(v))
             for k, v in kwargs.items()}
 
 
@@ -79,7 +77,7 @@ class EngineSpec:
     """A picklable recipe for an LLM engine, built where it runs (in each Ray actor) instead of being shipped.
 
     Args:
-        engine: ``'vllm'``, ``'transformers'``, ``'openai'``, an :class:`~pyterrier_garen._llm.Engine` subclass,
+        engine: ``'vllm'``, ``'transformers'``, ``'openai'``, an :class:`~pyterrier_garen._engines.Engine` subclass,
             or a ``'package.module:Class'`` path.
         **kwargs: the engine's constructor arguments; ``model`` is required (it is recorded as provenance before
             any engine is built). E.g. ``EngineSpec('vllm', model='Qwen/Qwen3-4B', max_model_len=8192)`` or
@@ -218,10 +216,10 @@ class RayOptions:
     init_kwargs: Dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if int(self.workers) < 1:
-            raise ValueError(f'workers must be at least 1; got {self.workers}')
-        if self.max_retries < 0:
-            raise ValueError(f'max_retries must be >= 0; got {self.max_retries}')
+        from ._params import check_int, check_nonnegative, check_positive
+        check_positive(workers=self.workers)
+        check_int('max_retries', self.max_retries, low=0)
+        check_nonnegative(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
 
     def describe(self) -> Dict[str, Any]:
         """What is recorded in an artifact about the run (no secrets: the address only)."""
@@ -429,3 +427,4 @@ def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Callable[[]
     """
     return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
                                      verbose=verbose))
+

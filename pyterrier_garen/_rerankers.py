@@ -15,9 +15,9 @@ import pandas as pd
 import pyterrier as pt
 
 from ._driver import window_starts
-from ._llm import Conversation, Engine, UsageStats, generate_each
-from ._params import Rebuildable
-from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
+from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
+from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
+from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries
 from ._vectors import VectorComponent
 
 __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
@@ -185,6 +185,8 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         failed: number of windows left in their order because the engine request failed.
         calls / prompts / prompt_tokens / completion_tokens: usage counters (see :meth:`stats`).
     """
+    #: its scores only order the documents of one call (window searches read it, see ``final_order``)
+    listwise = True
 
     def __init__(self, engine: Engine, *, prompt: str = 'rankllm', window: int = 20, stride: int = 10,
                  max_doc_tokens: Optional[int] = None, text_field: str = 'text', max_tokens: Optional[int] = None,
@@ -202,10 +204,10 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
                 ``2048 + 6 * window`` for ``reasoning``.
             verbose: show a progress bar over sliding positions.
         """
-        if prompt not in ('rankllm', 'reasoning'):
-            raise ValueError(f"prompt must be 'rankllm' or 'reasoning'; got {prompt!r}")
-        if window < 1 or not 1 <= stride <= window:
-            raise ValueError(f'need window >= 1 and 1 <= stride <= window; got window={window}, stride={stride}')
+        check_choice('prompt', prompt, ('rankllm', 'reasoning'))
+        check_positive(window=window, stride=stride)
+        check_int('stride', stride, high=window, note='at most window, or documents between windows are skipped')
+        check_optional_positive(max_doc_tokens=max_doc_tokens, max_tokens=max_tokens)
         self.engine = engine
         self.prompt = prompt
         self.window = window
@@ -226,6 +228,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         UsageStats.reset_stats(self)
         self.malformed = 0
         self.failed = 0
+        self.cut_queries = 0
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'malformed': self.malformed, 'failed': self.failed}
@@ -258,10 +261,14 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             return pt.model.add_ranks(out)
         frame = inp.reset_index(drop=True)
         lists = []  # per query: (qid, query, row indices in list order)
+        cut_queries, query_budget = 0, 0
         for qid, group in frame.groupby('qid', sort=False):
             if 'rank' in group.columns:
                 group = group.sort_values('rank', kind='stable')
-            lists.append((qid, clean_text(group['query'].iloc[0]) if 'query' in group else '', group.index.to_numpy()))
+            query, query_budget, cut = fit_query(self.engine, clean_text(group['query'].iloc[0]))
+            cut_queries += cut
+            lists.append((qid, query, group.index.to_numpy()))
+        warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
         texts = frame[self.text_field].to_numpy()
         orders = [list(rows) for _, _, rows in lists]
         starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]
@@ -272,7 +279,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             positions = pt.tqdm(positions, desc=repr(self), unit='position')
         for k in positions:
             active = [q for q in range(len(lists)) if len(starts[q]) > k]
-            conversations, windows = [], []
+            windows = []
             for q in active:
                 s = starts[q][k]
                 rows = orders[q][s:s + self.window]
@@ -286,14 +293,15 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
                                       '16, which may not fit (use a smaller window or a larger max_model_len)',
                                       stacklevel=2)
                     budgets[key] = self.doc_budget(query, len(rows))
-                budget = budgets[key]
-                window_texts = []
-                for r in rows:
-                    if (r, budget) not in cut:
-                        cut[r, budget] = self.engine.truncate(clean_text(texts[r]), budget)
-                    window_texts.append(cut[r, budget])
-                conversations.append(self.conversation(query, window_texts))
                 windows.append((q, s, rows))
+            # the texts of this position's windows, cut in one batch per budget
+            missing = list(dict.fromkeys((r, budgets[q, len(rows)]) for q, _, rows in windows for r in rows
+                                         if (r, budgets[q, len(rows)]) not in cut))
+            for key, text in zip(missing, truncate_each(self.engine, [clean_text(texts[r]) for r, _ in missing],
+                                                        [budget for _, budget in missing]), strict=True):
+                cut[key] = text
+            conversations = [self.conversation(lists[q][1], [cut[r, budgets[q, len(rows)]] for r in rows])
+                             for q, _, rows in windows]
             generations, errors = generate_each(self.engine, conversations, max_tokens=self.generation_tokens(),
                                                 stop=['</answer>'] if self.prompt == 'rankllm' else None)
             self._record_each(generations)

@@ -22,11 +22,12 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._simulation import SimulatedNavigator, SimulatedReranker, stable_noise
+from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, partition_groups, plot_strength_sweep, strength_sweep,
                      sweep_plot_file, sweep_summary, sweep_tests)
 
-__all__ = ['SimulatedReranker', 'SimulatedNavigator', 'stable_noise', 'doc_hops', 'group_hops', 'gold_hops',
+__all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise', 'doc_hops', 'group_hops',
+           'gold_hops',
            'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'GOLD_STAGES', 'navigator_quality',
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',

@@ -11,7 +11,7 @@
 import json
 import re
 
-from pyterrier_garen._llm import Engine, Generation
+from pyterrier_garen._engines import Engine, Generation
 
 _WORD = re.compile(r'\w+')
 _DOC_LINE = re.compile(r'^\[(\d+)\] (.*)$', re.M)

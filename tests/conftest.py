@@ -89,3 +89,38 @@ def cran_groups(cran_dense_graph, cranfield, cran_dir):
     from pyterrier_garen import ExtractiveSummarizer, GroupCorpusGraph
     groups = GroupCorpusGraph.from_corpus_graph(cran_dense_graph, cran_dir / 'dense.groups')
     return groups.summarize(ExtractiveSummarizer(), cranfield)
+
+
+@pytest.fixture
+def local_network(monkeypatch):
+    """Requests to a server on 127.0.0.1 go straight to it (no proxy), and no real API key is picked up."""
+    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+    monkeypatch.delenv('OPENAI_API_KEY', raising=False)
+
+
+@pytest.fixture
+def fake_openai(local_network):
+    """``make(script=(), **kwargs)`` starts a ``_fake_openai.FakeOpenAIServer``; all are closed after the test."""
+    from _fake_openai import FakeOpenAIServer
+    servers = []
+
+    def make(*args, **kwargs):
+        servers.append(FakeOpenAIServer(*args, **kwargs))
+        return servers[-1]
+    yield make
+    for server in servers:
+        server.close()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line at the end of the run when tests were skipped for want of the shared test collections."""
+    from pyterrier_garen import data_dir
+    skipped = terminalreporter.stats.get('skipped', [])
+    missing = [r for r in skipped if 'set $GAREN_DATA' in str(getattr(r, 'longrepr', ''))]
+    if missing:
+        terminalreporter.write_line(
+            f'{len(missing)} tests skipped: the test collections (cranfield, scifact, vaswani) are not at '
+            f'{data_dir()}; to run them, set GAREN_DATA to the folder holding them (each a folder with docs.jsonl, '
+            'queries.tsv, qrels.txt; README "Collections")', yellow=True, bold=True)

@@ -1,26 +1,16 @@
 """GAREN's options beyond the paper (all off by default): the mechanics of each one on hand-built graphs."""
 import pytest
-from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from _toy_graph import GROUPS, R0, DictScorer, ToyGroupGraph, first_stage, worked_garen
 
 from pyterrier_garen import GAREN
 from pyterrier_garen._garen import by_links, exploit_now, fuse_first_stage, group_evidence, interleave
 
-# the worked example of test_garen_algorithm: groups G0 a1 a2 | G1 a3 x1 x2 | G2 a4 y1 y2 y3 | G3 z1 z2 |
-# G4 a5 a6 a7 a8 | G5 w1; without options its windows are [a1 a2 a3 a4], [a1 a3 y1 x1], [a1 y1 y2 y3], [a1 y1 w1 x2]
-GROUPS = {'a1': 0, 'a2': 0, 'a3': 1, 'x1': 1, 'x2': 1, 'a4': 2, 'y1': 2, 'y2': 2, 'y3': 2,
-          'z1': 3, 'z2': 3, 'a5': 4, 'a6': 4, 'a7': 4, 'a8': 4, 'w1': 5}
-ADJACENCY = {'a1': ['x1', 'y1'], 'a2': ['y2', 'z1'], 'a3': ['x2', 'a1'], 'a4': ['y3', 'a3'],
-             'x1': ['z2', 'a1'], 'y1': ['w1', 'y1']}
-R0 = ['a1', 'a2', 'a3', 'a4', 'a5', 'a6', 'a7', 'a8']
-RERANK = {'a1': 10, 'a2': 5, 'a3': 8, 'a4': 1, 'y1': 9, 'x1': 2, 'y2': 3, 'y3': 7, 'w1': 11, 'x2': 0}
-NAVIGATE = {'0': .2, '1': .5, '2': .9, '3': .7, '4': .1, '5': .8}
+# the worked example of test_garen_algorithm (tests/_toy_graph.py); without options its windows are
+# [a1 a2 a3 a4], [a1 a3 y1 x1], [a1 y1 y2 y3], [a1 y1 w1 x2]
 
 
 def run(**kwargs):
-    reranker = DictScorer(RERANK)
-    params = dict(window=4, keep=2, budget=10, group_budget=2, tau_switch=1, trace=True)
-    params.update(kwargs)
-    garen = GAREN(reranker, ToyGroupGraph(ADJACENCY, GROUPS), DictScorer(NAVIGATE), **params)
+    garen, reranker, _ = worked_garen(**kwargs)
     out = garen(first_stage(R0))
     return garen, [call.docno.tolist() for call in reranker.calls], out.docno.tolist()
 

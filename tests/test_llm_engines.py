@@ -5,151 +5,16 @@ import math
 import socket
 import subprocess
 import sys
-import threading
-import time
 import warnings
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
+from _fake_openai import MODEL, TOKEN_IDS, VLLM_FIELDS
 
 from pyterrier_garen import ListwiseReranker, YesNoScorer
-from pyterrier_garen._llm import Engine, OpenAIEngine, render_chat, softmax_yes
+from pyterrier_garen._engines import Engine, OpenAIEngine, render_chat, softmax_yes
 
-MODEL = 'fake-model'
-VLLM_FIELDS = ('top_k', 'min_p', 'repetition_penalty', 'allowed_token_ids', 'logprob_token_ids',
-               'return_tokens_as_token_ids')
-TOKEN_IDS = {'yes': 101, 'no': 102}
-
-
-def _last_user(messages):
-    return [m['content'] for m in messages if m['role'] == 'user'][-1]
-
-
-def default_reply(body):
-    if 'messages' in body:
-        if 'passages' in body['messages'][0]['content']:  # a rankllm prompt: reverse the two documents
-            return '<answer> [2] > [1]'
-        return 'echo: ' + _last_user(body['messages'])
-    return 'echo: ' + body['prompt'][-12:]
-
-
-class FakeServer:
-    """OpenAI-compatible endpoints: /v1/chat/completions, /v1/completions (with logprobs) and /v1/models."""
-
-    def __init__(self, *, delay=0.0, fail_first=0, max_model_len=2048, reply=default_reply, generic=False):
-        self.delay, self.failures_left, self.max_model_len, self.reply = delay, fail_first, max_model_len, reply
-        self.generic = generic  # a plain OpenAI-style server: rejects vLLM's fields, has no /tokenize
-        self.requests, self.in_flight, self.max_in_flight, self.lock = [], 0, 0, threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _send(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header('Content-Type', 'application/json')
-                self.send_header('Content-Length', str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                model = {'id': MODEL, 'object': 'model', 'created': 0, 'owned_by': 'test',
-                         'max_model_len': server.max_model_len}
-                self._send(200, {'object': 'list', 'data': [model]})
-
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
-                with server.lock:
-                    server.requests.append((self.path, body))
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    fail = server.failures_left > 0
-                    server.failures_left -= fail
-                unknown = [k for k in body if k in VLLM_FIELDS]
-                try:
-                    time.sleep(server.delay)
-                    if fail:
-                        self._send(500, {'error': {'message': 'boom', 'type': 'server_error'}})
-                    elif server.generic and (unknown or self.path.endswith('/tokenize')):
-                        self._send(400 if unknown else 404, {'error': {
-                            'message': f'Unrecognized request argument supplied: {unknown[0] if unknown else ""}',
-                            'type': 'invalid_request_error'}})
-                    elif self.path == '/tokenize':
-                        self._send(200, {'tokens': [TOKEN_IDS[w] for w in body['prompt'].split()]})
-                    else:
-                        self._send(200, server.answer(self.path, body))
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
-
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/v1'
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    @staticmethod
-    def top(body, ly, ln):
-        """The returned log-probabilities: of the asked ids (vLLM's logprob_token_ids), else some top tokens."""
-        if body.get('logprob_token_ids'):
-            yes_id, no_id = body['logprob_token_ids']
-            return {f'token_id:{yes_id}': ly, f'token_id:{no_id}': ln}
-        return {'yes': ly, ' no': ln, 'maybe': -9.0}
-
-    @staticmethod
-    def judgement(text):
-        p = 0.8 if 'good' in text else 0.2
-        return math.log(p), math.log(1 - p)
-
-    def answer(self, path, body):
-        usage_prompt = len(json.dumps(body.get('messages') or body.get('prompt')).split())
-        if path.endswith('/chat/completions'):
-            text, logprobs = self.reply(body), None
-            if body.get('logprobs'):
-                ly, ln = self.judgement(_last_user(body['messages']))
-                text = 'yes' if ly > ln else 'no'
-                top = [{'token': t, 'logprob': lp, 'bytes': None} for t, lp in self.top(body, ly, ln).items()]
-                logprobs = {'content': [{'token': top[0]['token'] if ly > ln else top[1]['token'],
-                                         'logprob': max(ly, ln), 'bytes': None, 'top_logprobs': top}]}
-            return {'id': 'c', 'object': 'chat.completion', 'created': 0, 'model': body['model'],
-                    'choices': [{'index': 0, 'finish_reason': 'stop', 'logprobs': logprobs,
-                                 'message': {'role': 'assistant', 'content': text}}],
-                    'usage': {'prompt_tokens': usage_prompt, 'completion_tokens': len(text.split()),
-                              'total_tokens': usage_prompt + len(text.split())}}
-        text, logprobs = self.reply(body), None
-        if body.get('logprobs'):
-            ly, ln = self.judgement(body['prompt'])
-            text = 'yes' if ly > ln else 'no'
-            logprobs = {'tokens': [text], 'token_logprobs': [max(ly, ln)], 'text_offset': [0],
-                        'top_logprobs': [self.top(body, ly, ln)]}
-        return {'id': 'c', 'object': 'text_completion', 'created': 0, 'model': body['model'],
-                'choices': [{'index': 0, 'finish_reason': 'length', 'text': text, 'logprobs': logprobs}],
-                'usage': {'prompt_tokens': usage_prompt, 'completion_tokens': 1, 'total_tokens': usage_prompt + 1}}
-
-
-@pytest.fixture
-def server():
-    servers = []
-
-    def make(**kwargs):
-        servers.append(FakeServer(**kwargs))
-        return servers[-1]
-    yield make
-    for s in servers:
-        s.close()
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch):
-    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+pytestmark = pytest.mark.usefixtures('local_network')
 
 
 def conv(text):
@@ -179,7 +44,7 @@ class FakeTokenizer:
 # ---------------------------------------------------------------------------------------------------------------------
 
 def test_importing_the_engine_module_is_light():
-    code = ('import sys, pyterrier_garen, pyterrier_garen._llm, pyterrier_garen._rerankers, '
+    code = ('import sys, pyterrier_garen, pyterrier_garen._engines, pyterrier_garen._rerankers, '
             'pyterrier_garen._llm_summarizer; heavy = [m for m in ("vllm", "openai", "transformers", "torch") '
             'if m in sys.modules]; print(heavy); sys.exit(1 if heavy else 0)')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120)
@@ -199,13 +64,13 @@ def test_openai_engine_without_client_names_the_extra(monkeypatch):
         OpenAIEngine('http://127.0.0.1:1/v1', MODEL)
 
 
-def test_generate_keeps_order_and_bounds_concurrency(server):
-    srv = server(delay=0.05)
+def test_generate_keeps_order_and_bounds_concurrency(fake_openai):
+    srv = fake_openai(delay=0.05)
     engine = OpenAIEngine(srv.url, MODEL, max_concurrency=4)
     generations = engine.generate([conv(f'message {i}') for i in range(16)], max_tokens=7, stop=['\n'])
     assert [g.text for g in generations] == [f'echo: message {i}' for i in range(16)]
     assert 2 <= srv.max_in_flight <= 4
-    path, body = [(path, body) for path, body in srv.requests if 'message 0' in json.dumps(body)][0]
+    path, body = [(path, body) for _, path, _, body in srv.requests if 'message 0' in json.dumps(body)][0]
     assert path == '/v1/chat/completions'
     assert body['temperature'] == 0
     assert body['max_tokens'] == 7
@@ -215,20 +80,20 @@ def test_generate_keeps_order_and_bounds_concurrency(server):
     assert all(g.prompt_tokens > 0 and g.completion_tokens == 3 for g in generations)
 
 
-def test_retry_after_a_server_error(server):
-    srv = server(fail_first=1)
+def test_retry_after_a_server_error(fake_openai):
+    srv = fake_openai(fail_first=1)
     engine = OpenAIEngine(srv.url, MODEL, retry_backoff=0.01)
     assert engine.generate([conv('hello')], max_tokens=5)[0].text == 'echo: hello'
     assert len(srv.requests) == 2
-    broken = server(fail_first=100)
+    broken = fake_openai(fail_first=100)
     engine = OpenAIEngine(broken.url, MODEL, max_retries=2, retry_backoff=0.01)
     with pytest.raises(RuntimeError, match='failed after 3 attempts'):
         engine.generate([conv('hello')], max_tokens=5)
     assert len(broken.requests) == 3
 
 
-def test_round_robin_over_several_servers(server):
-    a, b = server(), server()
+def test_round_robin_over_several_servers(fake_openai):
+    a, b = fake_openai(), fake_openai()
     engine = OpenAIEngine([a.url, b.url], MODEL, max_concurrency=3)
     texts = [g.text for g in engine.generate([conv(f'm{i}') for i in range(10)], max_tokens=5)]
     assert texts == [f'echo: m{i}' for i in range(10)]
@@ -237,8 +102,8 @@ def test_round_robin_over_several_servers(server):
     assert engine.requests_per_server == [5, 5]
 
 
-def test_a_dead_server_is_skipped_by_the_retry(server):
-    srv = server()
+def test_a_dead_server_is_skipped_by_the_retry(fake_openai):
+    srv = fake_openai()
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
         dead = f'http://127.0.0.1:{s.getsockname()[1]}/v1'
@@ -249,14 +114,14 @@ def test_a_dead_server_is_skipped_by_the_retry(server):
     assert engine.requests_per_server == [3, 6]
 
 
-def test_yes_no_with_the_chat_endpoint(server):
-    srv = server()
+def test_yes_no_with_the_chat_endpoint(fake_openai):
+    srv = fake_openai()
     engine = OpenAIEngine(srv.url, MODEL)
     prefill = {'role': 'assistant', 'content': '<think>\n\n</think>\n\n'}
     generations = engine.yes_no([conv('a good doc') + [prefill], conv('a bad doc') + [prefill]])
     assert [g.probability for g in generations] == pytest.approx([0.8, 0.2])
     assert [g.text for g in generations] == ['yes', 'no']
-    body = [body for _, body in srv.requests if 'a good doc' in json.dumps(body)][0]
+    body = [body for *_, body in srv.requests if 'a good doc' in json.dumps(body)][0]
     assert body['max_tokens'] == 1
     assert body['logprobs'] is True
     assert body['allowed_token_ids'] == body['logprob_token_ids'] == [101, 102]  # ids from the server's /tokenize
@@ -266,17 +131,17 @@ def test_yes_no_with_the_chat_endpoint(server):
     assert engine.yes_no_probability([conv('good')]) == pytest.approx([0.8])
 
 
-def test_local_chat_template_uses_the_completions_endpoint(server):
-    srv = server()
+def test_local_chat_template_uses_the_completions_endpoint(fake_openai):
+    srv = fake_openai()
     engine = OpenAIEngine(srv.url, MODEL, tokenizer=FakeTokenizer())
     prefill = {'role': 'assistant', 'content': '<think></think>'}
     assert engine.yes_no_probability([conv('good one') + [prefill], conv('poor') + [prefill]]) == pytest.approx(
         [0.8, 0.2])
-    assert {path for path, _ in srv.requests} == {'/v1/completions'}
-    assert all(body['max_tokens'] == 1 for _, body in srv.requests)
-    assert all(body['allowed_token_ids'] == body['logprob_token_ids'] == [101, 102] for _, body in srv.requests)
+    assert {path for _, path, *_ in srv.requests} == {'/v1/completions'}
+    assert all(body['max_tokens'] == 1 for *_, body in srv.requests)
+    assert all(body['allowed_token_ids'] == body['logprob_token_ids'] == [101, 102] for *_, body in srv.requests)
     assert '<|system|>Be brief.<|end|><|user|>good one<|end|><|assistant|><think></think>' in {
-        body['prompt'] for _, body in srv.requests}
+        body['prompt'] for *_, body in srv.requests}
     generation = engine.generate([conv('hi there')], max_tokens=3)[0]
     assert generation.text.startswith('echo: ')
     assert generation.finish_reason == 'length'
@@ -293,8 +158,8 @@ def test_render_chat_does_not_repeat_a_prefill_the_template_wrote():
     assert render_chat(FakeTokenizer(), conversation).endswith('<|assistant|><think>\n\n</think>\n\n')
 
 
-def test_components_count_the_tokens_the_server_reports(server):
-    srv = server()
+def test_components_count_the_tokens_the_server_reports(fake_openai):
+    srv = fake_openai()
     engine = OpenAIEngine([srv.url], MODEL, max_concurrency=4)
     inp = pd.DataFrame({'qid': ['1', '1', '2', '2'], 'query': ['q one', 'q one', 'q two', 'q two'],
                         'docno': ['a', 'b', 'c', 'd'], 'text': ['good text', 'bad text', 'other', 'good']})
@@ -303,7 +168,7 @@ def test_components_count_the_tokens_the_server_reports(server):
     assert scores.to_dict() == pytest.approx({'a': 0.8, 'b': 0.2, 'c': 0.2, 'd': 0.8})
     out = reranker(inp)
     assert out.sort_values(['qid', 'rank'])['docno'].tolist() == ['b', 'a', 'd', 'c']
-    chats = [body for path, body in srv.requests if path.endswith('/chat/completions')]
+    chats = [body for _, path, _, body in srv.requests if path.endswith('/chat/completions')]
     reported = [len(json.dumps(body['messages']).split()) for body in chats]
     assert navigator.prompt_tokens == sum(reported[:4])
     assert reranker.prompt_tokens == sum(reported[4:])
@@ -316,8 +181,8 @@ def test_components_count_the_tokens_the_server_reports(server):
     assert reranker.malformed == 0
 
 
-def test_context_length_is_asked_from_the_server(server):
-    srv = server(max_model_len=1234)
+def test_context_length_is_asked_from_the_server(fake_openai):
+    srv = fake_openai(max_model_len=1234)
     assert OpenAIEngine(srv.url, MODEL).context_length == 1234
     assert OpenAIEngine(srv.url, MODEL, context_length=99).context_length == 99
     assert OpenAIEngine(srv.url, 'another-model').context_length == 8192
@@ -346,32 +211,32 @@ GREEDY_FIELDS = {'temperature': 0.0, 'top_p': 1.0, 'presence_penalty': 0.0, 'fre
 
 
 @pytest.mark.parametrize('tokenizer', [None, 'local'])
-def test_every_sampling_parameter_is_sent(server, tokenizer):
+def test_every_sampling_parameter_is_sent(fake_openai, tokenizer):
     """Defect 5: a server fills what a request leaves out from generation_config.json (repetition penalty, top-k)."""
-    srv = server()
+    srv = fake_openai()
     engine = OpenAIEngine(srv.url, MODEL, tokenizer=FakeTokenizer() if tokenizer else None)
     engine.generate([conv('hello')], max_tokens=5)
     engine.yes_no([conv('good')])
-    for _, body in srv.requests:
+    for *_, body in srv.requests:
         if 'max_tokens' in body:
             assert {k: body.get(k) for k in GREEDY_FIELDS} == GREEDY_FIELDS
 
 
 @pytest.mark.parametrize('tokenizer', [None, 'local'])
-def test_yes_no_is_restricted_to_the_two_tokens_with_their_exact_logprobs(server, tokenizer):
+def test_yes_no_is_restricted_to_the_two_tokens_with_their_exact_logprobs(fake_openai, tokenizer):
     """Defect 2: the answer was not restricted (came back as 'old' or '['), so it disagreed with VLLMEngine."""
-    srv = server()
+    srv = fake_openai()
     engine = OpenAIEngine(srv.url, MODEL, tokenizer=FakeTokenizer() if tokenizer else None)
     generations = engine.yes_no([conv('good'), conv('bad')])
     assert [g.probability for g in generations] == pytest.approx([0.8, 0.2])
-    bodies = [body for path, body in srv.requests if 'max_tokens' in body]
+    bodies = [body for _, path, _, body in srv.requests if 'max_tokens' in body]
     assert all(b['allowed_token_ids'] == [101, 102] and b['logprob_token_ids'] == [101, 102] for b in bodies)
     assert engine.inexact_yes_no == 0
     assert engine.extension_fallbacks == 0
 
 
-def test_a_generic_server_gets_plain_requests_counted_and_warned(server):
-    srv = server(generic=True)
+def test_a_generic_server_gets_plain_requests_counted_and_warned(fake_openai):
+    srv = fake_openai(generic=True)
     engine = OpenAIEngine(srv.url, MODEL, max_concurrency=1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
@@ -380,12 +245,12 @@ def test_a_generic_server_gets_plain_requests_counted_and_warned(server):
     assert len([w for w in caught if 'rejects' in str(w.message)]) == 1  # once, not per request
     assert [g.probability for g in generations] == pytest.approx([0.8, 0.2])  # from the top log-probabilities
     assert engine.extension_fallbacks == 3
-    sent = [body for _, body in srv.requests if 'max_tokens' in body]
+    sent = [body for *_, body in srv.requests if 'max_tokens' in body]
     assert [bool(set(body) & set(VLLM_FIELDS)) for body in sent] == [True, False, False, False]  # one rejected
 
 
-def test_a_missing_logprob_is_counted_and_warned(server):
-    srv = server(generic=True)
+def test_a_missing_logprob_is_counted_and_warned(fake_openai):
+    srv = fake_openai(generic=True)
     original = srv.top
     srv.top = lambda body, ly, ln: {k: v for k, v in original(body, ly, ln).items() if 'no' not in k}  # only "yes"
     engine = OpenAIEngine(srv.url, MODEL, vllm_extensions=False)

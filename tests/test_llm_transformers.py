@@ -8,7 +8,7 @@ pytest.importorskip('transformers', reason='TransformersEngine needs transformer
 torch = pytest.importorskip('torch', reason='TransformersEngine needs torch (the cpu extra)')
 
 from pyterrier_garen import ListwiseReranker, TransformersEngine, YesNoScorer, build_tiny_model  # noqa: E402
-from pyterrier_garen._llm import render_chat  # noqa: E402
+from pyterrier_garen._engines import render_chat  # noqa: E402
 from pyterrier_garen._prompts import THINK_PREFILL  # noqa: E402
 
 

@@ -4,9 +4,9 @@ import time
 
 import pytest
 
-from pyterrier_garen._llm import OpenAIEngine
+from pyterrier_garen._engines import OpenAIEngine
 
-from _fake_openai import ScriptedServer, completion, local_network  # noqa: F401 (fixture)
+from _fake_openai import ScriptedServer, completion
 
 pytest.importorskip('openai', reason='the openai client (vllm extra) is not installed')
 pytestmark = pytest.mark.usefixtures('local_network')

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from pyterrier_garen import GAREN, CentroidNavigator, GroupCorpusGraph, SlidingWindowReranker, YesNoScorer
-from pyterrier_garen._llm import Engine, Generation
+from pyterrier_garen._engines import Engine, Generation
 
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 

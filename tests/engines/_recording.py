@@ -1,7 +1,7 @@
 """An engine wrapper for the real-engine tier: passes every call to a real engine and records what went in and out,
 so tests can check prompt sizes and token accounting against the engine's own counts; it can also make chosen
 requests fail (a request that failed after its retries) or interrupt a run."""
-from pyterrier_garen._llm import Engine
+from pyterrier_garen._engines import Engine
 
 SERVED_NAME = 'tiny'
 CONTEXT = 4096
@@ -30,6 +30,9 @@ class Recording(Engine):
 
     def truncate(self, text, max_tokens):
         return self.engine.truncate(text, max_tokens)
+
+    def truncate_many(self, texts, max_tokens):
+        return self.engine.truncate_many(texts, max_tokens)
 
     def count_conversation_tokens(self, conversation):
         return self.engine.count_conversation_tokens(conversation)

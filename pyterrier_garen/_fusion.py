@@ -1,0 +1,87 @@
+"""First-stage fusion as a pipeline stage of its own: ``system >> FirstStageFusion(first_stage, weight)``.
+
+Any system's final ranking can be mixed with the first-stage ranking it started from, so a table that gives one
+system this help can give it to all of them (``compare --fusion W``, ``strength_sweep.py --fusion W``).
+"""
+from __future__ import annotations
+
+from typing import Dict, List, Union
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+
+from ._garen import FUSION_K, fuse_first_stage
+from ._params import Rebuildable, check_nonnegative, check_positive
+
+__all__ = ['FirstStageFusion']
+
+
+def _ranked(frame: pd.DataFrame) -> Dict[str, List[str]]:
+    """``{qid: docnos}`` of a result frame by ``rank`` (else descending ``score``, else row order)."""
+    order = [c for c in ('rank', 'score') if c in frame.columns][:1]
+    if order:
+        frame = frame.sort_values(order, ascending='rank' in order, kind='stable')
+    return {str(qid): group['docno'].astype(str).tolist() for qid, group in frame.groupby('qid', sort=False)}
+
+
+class FirstStageFusion(Rebuildable, pt.Transformer):
+    """Weighted reciprocal-rank fusion of a ranking with the first-stage ranking ``R_0`` (beyond the paper).
+
+    For each document ``d`` of the input ranking, at 1-based position ``i`` there and 1-based rank ``r`` in ``R_0``:
+
+        ``score(d) = 1 / (k + i) + weight / (k + r)``  (no second term when ``d`` is not in ``R_0``)
+
+    and the documents are sorted by it, ties in input order. Only the input's documents are returned (unlike
+    ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in ``R_0``), so a re-ranker's budget
+    and depth stay as they were. It is the fusion GAREN's ``fusion`` option applies inside the search:
+    ``bm25 >> GAREN(..., fusion=w)`` and ``bm25 >> GAREN(...) >> FirstStageFusion(bm25, w)`` rank alike.
+
+    Required input columns: ``['qid', 'docno']`` plus ``rank`` or ``score``. Output: the input rows (every column
+    kept) in the fused order, with ``rank`` 0-based and ``score`` strictly decreasing with it (the number of the
+    query's documents minus the rank, so evaluation tools cannot re-sort ties by docno).
+    """
+
+    def __init__(self, first_stage: Union[pt.Transformer, pd.DataFrame], weight: float = 0.1, *, k: int = FUSION_K):
+        """
+        Args:
+            first_stage: the first stage, run on the input's queries (``qid, query``), or its result frame.
+            weight: weight of the first-stage term (0 leaves the input order as it is).
+            k: the rank constant of both terms.
+
+        Raises:
+            ValueError: for a negative or non-finite ``weight`` or a non-positive ``k``.
+        """
+        check_nonnegative(weight=weight)
+        check_positive(k=k)
+        self.first_stage = first_stage
+        self.weight = weight
+        self.k = k
+
+    def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
+        if isinstance(self.first_stage, pd.DataFrame):
+            return _ranked(self.first_stage)
+        queries = inp[[c for c in ('qid', 'query') if c in inp.columns]].drop_duplicates('qid')
+        return _ranked(self.first_stage(queries))
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """Re-order every query's documents by the fused score."""
+        pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
+        if not {'rank', 'score'} & set(inp.columns):
+            raise ValueError(f'{self!r}: the input needs a rank or score column to order its documents; got '
+                             f'{list(inp.columns)}')
+        if len(inp) == 0:
+            return inp.copy()
+        first = self._first(inp)
+        frames = []
+        for qid, group in inp.groupby('qid', sort=False):
+            order = [c for c in ('rank', 'score') if c in group.columns][:1]
+            group = group.sort_values(order, ascending='rank' in order, kind='stable').reset_index(drop=True)
+            docnos = group['docno'].astype(str).tolist()
+            rank0 = {d: i for i, d in enumerate(first.get(str(qid), []))}
+            position = {d: i for i, d in enumerate(docnos)}
+            fused = fuse_first_stage(docnos, rank0, self.weight, self.k) if self.weight else docnos
+            group = group.iloc[[position[d] for d in fused]].reset_index(drop=True)
+            n = len(group)
+            frames.append(group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n)))
+        return pd.concat(frames, ignore_index=True)

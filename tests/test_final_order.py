@@ -1,0 +1,196 @@
+"""``final_order``: what every window search does with the verdicts of documents that left its windows."""
+import math
+import random
+
+import pandas as pd
+import pytest
+import pyterrier as pt
+from _toy_graph import ADJACENCY, GROUPS, NAVIGATE, R0, RERANK, DictScorer, HashScorer, ToyGroupGraph, first_stage
+
+from pyterrier_garen import GAREN, RGS, DocGAREN, ListwiseReranker, SlideGAR, SlidingWindowReranker
+from pyterrier_garen._driver import is_listwise, order_tail, resolve_final_order
+from pyterrier_garen._garen import propagate
+from pyterrier_garen._navigators import VoteNavigator
+
+# the worked example (tests/_toy_graph.py; w=4, h=2, c=10, K_g=2, tau_switch=1): windows
+# W~_1 = [a1 a3 a2 a4], W~_2 = [a1 y1 a3 x1], W~_3 = [a1 y1 y3 y2], W~_4 = [w1 a1 y1 x2]
+
+
+def worked(**kwargs):
+    params = dict(window=4, keep=2, budget=10, group_budget=2, tau_switch=1)
+    params.update(kwargs)
+    garen = GAREN(DictScorer(RERANK), ToyGroupGraph(ADJACENCY, GROUPS), DictScorer(NAVIGATE), **params)
+    return garen(first_stage(R0)).docno.tolist()
+
+
+def test_worked_example_orders():
+    # paper: W~_4, then later iterations first, then position (the tail holds x2, scored 0, at rank 4)
+    assert worked(final_order='paper', propagate=False) == ['w1', 'a1', 'y1', 'x2', 'y3', 'y2', 'a3', 'x1', 'a2',
+                                                            'a4']
+    # score: kept top h = [w1 a1], then y1 9, a3 8, y3 7, a2 5, y2 3, x1 2, a4 1, x2 0
+    score = ['w1', 'a1', 'y1', 'a3', 'y3', 'a2', 'y2', 'x1', 'a4', 'x2']
+    assert worked(final_order='score', propagate=False) == score
+    # dropped: last positions 2 = y1 (t4), y3 (t3), a3 (t2), a2 (t1); 3 = x2 (t4), y2 (t3), x1 (t2), a4 (t1)
+    dropped = ['w1', 'a1', 'y1', 'y3', 'a3', 'a2', 'x2', 'y2', 'x1', 'a4']
+    assert worked(final_order='dropped', propagate=False) == dropped
+    # with propagation every one of the 10 gets b(d) = .4 * .6^i from the new order, and alpha = .01 times the group
+    # sums (score order: G5 .4, G0 .2711, G2 .2212, G1 .1016) moves nobody: e.g. a4 .00672 + .00221 = .00893 >
+    # x2 .00403 + .00102 = .00505, x1 .01120 + .00102 = .01222 > a4
+    assert worked(final_order='score') == score
+    assert worked(final_order='dropped') == dropped
+    # the paper's propagated order, unchanged (test_garen_algorithm pins it)
+    assert worked(final_order='paper') == ['w1', 'a1', 'y1', 'x2', 'a2', 'y3', 'y2', 'a4', 'a3', 'x1']
+
+
+def test_worked_example_alpha_reorders_by_new_order():
+    # alpha = 1: score = b(d) + group sum; score order b: w1 .4 a1 .24 y1 .144 a3 .0864 y3 .05184 a2 .031104
+    # y2 .0186624 x1 .01119744 a4 .006718464 x2 .0040310784; groups G0 a1+a2 = .271104, G1 a3+x1+x2 = .1016285184,
+    # G2 y1+y3+y2+a4 = .221220864, G5 w1 = .4 -> w1 .8, a1 .511104, y1 .365221, a2 .302208, y3 .273061,
+    # y2 .239883, a4 .227939, a3 .188029, x1 .112826, x2 .105660
+    assert worked(final_order='score', alpha=1.0) == ['w1', 'a1', 'y1', 'a2', 'y3', 'y2', 'a4', 'a3', 'x1', 'x2']
+
+
+def test_final_order_never_changes_what_is_observed():
+    sets = {how: set(worked(final_order=how)) for how in ('paper', 'score', 'dropped', 'auto')}
+    assert len({frozenset(s) for s in sets.values()}) == 1
+
+
+def test_a_budget_where_the_orders_differ():
+    # top 4 of budget 10: paper keeps x2 (score 0, but in the last window); score order has a3 (score 8) instead
+    assert worked(final_order='paper')[:4] == ['w1', 'a1', 'y1', 'x2']
+    assert worked(final_order='score')[:4] == ['w1', 'a1', 'y1', 'a3']
+
+
+def test_order_tail_ties_missing_and_head():
+    order = ['h', 'a', 'b', 'c', 'd', 'e']
+    scores = {'h': 0., 'a': 1., 'b': 3., 'c': 1., 'e': -math.inf}  # d never scored
+    last = {'h': (3, 0), 'a': (3, 2), 'b': (1, 3), 'c': (2, 2), 'd': (1, 1), 'e': (2, 3)}
+    assert order_tail(order, 1, 'paper', scores=scores, last=last) == order
+    # the head stays even with a low score; a/c tie keeps order; unscored and -inf last, in order
+    assert order_tail(order, 1, 'score', scores=scores, last=last) == ['h', 'b', 'a', 'c', 'd', 'e']
+    assert order_tail(order, 1, 'dropped', scores=scores, last=last) == ['h', 'd', 'a', 'c', 'b', 'e']
+    assert order_tail(order, 0, 'score', scores=scores, last=last) == ['b', 'a', 'c', 'h', 'd', 'e']
+    with pytest.raises(ValueError, match='how must be'):
+        order_tail(order, 1, 'auto', scores=scores, last=last)
+
+
+def test_propagate_ties_follow_given_order():
+    last = {d: (1, i) for i, d in enumerate('abcdef')}
+    group = {'a': 0, 'b': 1, 'c': 0, 'd': 2, 'e': 1, 'f': -1}.get
+    # b: a .5, b .25; bonus G0 .5 G1 .25 (alpha .5): c .25, e .125; d, f score 0: tie -> order given (f before d)
+    assert propagate(['a', 'b'], 'abcdef', last, group, p=.5, alpha=.5, order=list('abcefd')) == list('abcefd')
+    assert propagate(['a', 'b'], 'abcdef', last, group, p=.5, alpha=.5) == list('abcedf')
+
+
+def _random_graph(rnd, n=60, k=4, size=5):
+    docs = [f'd{i}' for i in range(n)]
+    adjacency = {d: rnd.sample([x for x in docs if x != d], k) for d in docs}
+    return docs, ToyGroupGraph(adjacency, {d: i // size for i, d in enumerate(docs)})
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_score_order_is_sorting_for_pointwise_scorers(seed):
+    """With scores that compare across calls, every search's 'score' order is its observed set sorted by score.
+
+    (An independent route: the kept top h / the top stride of a pass hold the best scores seen, so sorting the
+    whole set must give the same list.)
+    """
+    rnd = random.Random(seed)
+    docs, graph = _random_graph(rnd)
+    r0 = rnd.sample(docs, 40)
+    scorer = HashScorer(salt=str(seed))
+    searches = {
+        'rerank': lambda fo: SlidingWindowReranker(scorer, window=6, stride=3, budget=25, final_order=fo),
+        'slidegar': lambda fo: SlideGAR(scorer, graph, window=6, keep=3, budget=25, final_order=fo),
+        'rgs': lambda fo: RGS(scorer, graph, window=6, stride=3, budget=25, queue_size=8, final_order=fo),
+        'doc': lambda fo: DocGAREN(scorer, graph, scorer, window=6, keep=3, budget=25, final_order=fo),
+        'garen': lambda fo: GAREN(scorer, graph, VoteNavigator(), window=6, keep=3, budget=25, group_budget=3,
+                                  propagate=False, final_order=fo),
+    }
+    for name, make in searches.items():
+        paper = make('paper')(first_stage(r0)).docno.tolist()
+        score = make('score')(first_stage(r0)).docno.tolist()
+        expected = sorted(paper, key=lambda d: -scorer.score('query one', d))
+        assert score == expected, name
+        assert make('auto')(first_stage(r0)).docno.tolist() == score, name
+        assert paper != score, name  # the paper orders differ from score order here (else the test proves nothing)
+
+
+def test_kept_list_searches_treat_dropped_as_their_own_order():
+    rnd = random.Random(5)
+    docs, graph = _random_graph(rnd)
+    r0 = rnd.sample(docs, 40)
+    scorer = HashScorer()
+    for make in (lambda fo: SlidingWindowReranker(scorer, window=6, stride=3, budget=25, final_order=fo),
+                 lambda fo: RGS(scorer, graph, window=6, stride=3, budget=25, final_order=fo)):
+        assert make('dropped')(first_stage(r0)).docno.tolist() == make('paper')(first_stage(r0)).docno.tolist()
+
+
+class _Listwise(pt.Transformer):
+    listwise = True
+
+    def transform(self, inp):
+        return inp.assign(score=-inp['rank'].astype(float))
+
+
+def test_auto_reads_the_declaration_through_pipelines():
+    identity = pt.Transformer.from_df(pd.DataFrame(columns=['qid', 'docno']))
+    assert is_listwise(ListwiseReranker)
+    assert is_listwise(_Listwise())
+    assert is_listwise(identity >> _Listwise())
+    assert is_listwise(_Listwise() >> DictScorer({}))
+    assert not is_listwise(DictScorer({}))
+    assert not is_listwise(identity >> DictScorer({}))
+    assert resolve_final_order('auto', identity >> _Listwise()) == 'dropped'
+    assert resolve_final_order('auto', DictScorer({})) == 'score'
+    assert resolve_final_order('paper', _Listwise()) == 'paper'
+    for make in (lambda: GAREN(DictScorer({}), ToyGroupGraph(ADJACENCY, GROUPS), VoteNavigator(), final_order='x'),
+                 lambda: SlideGAR(DictScorer({}), ToyGroupGraph(ADJACENCY, GROUPS), final_order='best'),
+                 lambda: SlidingWindowReranker(DictScorer({}), final_order=None)):
+        with pytest.raises(ValueError, match="final_order must be one of"):
+            make()
+
+
+def test_auto_with_a_listwise_reranker_merges_by_dropped_position():
+    # window-relative scores (minus the window position): 'score' would compare positions across windows and
+    # 'auto' must pick 'dropped'. Here the listwise reranker keeps each window's order, so W~_t = W_t.
+    graph = ToyGroupGraph(ADJACENCY, GROUPS)
+
+    def run(final_order):
+        return GAREN(_Listwise(), graph, DictScorer(NAVIGATE), window=4, keep=2, budget=10, group_budget=2,
+                     tau_switch=1, propagate=False, final_order=final_order)(first_stage(R0)).docno.tolist()
+    assert run('auto') == run('dropped')
+    assert run('auto') != run('paper')
+
+
+def test_listwise_view_scores_positions_per_query():
+    from pyterrier_garen.analysis import ListwiseView
+    inner = DictScorer({'1': 3, '2': 1, '3': 2, '4': 5, '5': 5})
+    frame = pd.DataFrame({'qid': ['a', 'a', 'b', 'a', 'b'], 'docno': list('12345')})
+    out = ListwiseView(inner)(frame)
+    # query a: 4 (5) > 1 (3) > 2 (1) -> scores 3 2 1; query b: 5 (5) > 3 (2) -> 2 1
+    assert dict(zip(out.docno, out.score)) == {'4': 3., '1': 2., '2': 1., '5': 2., '3': 1.}
+    assert dict(zip(out.docno, out['rank'])) == {'4': 0, '1': 1, '2': 2, '5': 0, '3': 1}
+    assert is_listwise(ListwiseView(inner))
+
+
+class _Sized(ToyGroupGraph):
+    def __len__(self):
+        return len(self.groups)
+
+
+def test_budget_at_least_the_collection_warns():
+    import warnings
+
+    from pyterrier_garen._driver import warn_budget_covers_collection
+    graph = _Sized(ADJACENCY, GROUPS)  # 16 documents
+    with pytest.warns(UserWarning, match='budget=16 is at least the 16 documents'):
+        SlideGAR(DictScorer(RERANK), graph, window=4, keep=2, budget=16)(first_stage(R0))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        SlideGAR(DictScorer(RERANK), graph, window=4, keep=2, budget=15)(first_stage(R0))  # one below: silent
+        GAREN(DictScorer(RERANK), ToyGroupGraph(ADJACENCY, GROUPS), VoteNavigator(), window=4, keep=2,
+              budget=99)(first_stage(R0))  # a graph without len: nothing to check
+    assert warn_budget_covers_collection(100, 1400, context='x') is False
+    with pytest.warns(UserWarning, match='budget=1400 is at least the 1400'):
+        assert warn_budget_covers_collection(1400, 1400, context='x') is True
