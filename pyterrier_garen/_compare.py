@@ -58,7 +58,8 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
 
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
-                  systems=SYSTEMS, verbose: bool = False) -> Dict[str, pt.Transformer]:
+                  systems=SYSTEMS, fusion: float = 0.0, final_order: Optional[str] = None,
+                  verbose: bool = False) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -70,13 +71,17 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         first_stage: defaults to PISA BM25 (k1=0.9, b=0.4), top 1000.
         doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
         systems: the subset of names to build.
+        fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` (with ``first_stage``) appended to every
+            system (0 = none); GAREN+ then runs without its own ``fusion``, so every row gets the same help.
+        final_order: every window search's ``final_order`` (None: each search's default).
         verbose: one progress bar per system (over queries) while it runs (:func:`compare` shows one bar over
             the systems instead).
 
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
     """
-    from . import GAREN, RGS, DocGAREN, SlideGAR, SlidingWindowReranker, VoteNavigator
+    from . import GAREN, RGS, DocGAREN, FirstStageFusion, SlideGAR, SlidingWindowReranker, VoteNavigator
+    from ._params import check_nonnegative
     from ._gar import GAR
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
@@ -91,25 +96,33 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     groups = prepared.groups
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
 
+    check_nonnegative(fusion=fusion)
+    opts = {'final_order': final_order} if final_order is not None else {}  # for every window search
+    plus = {**GAREN_PLUS, 'fusion': 0.0} if fusion else GAREN_PLUS  # the shared fusion stage replaces its own
+
     def garen(**kwargs):
-        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, verbose=verbose, **kwargs)
+        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, verbose=verbose,
+                     **{**opts, **kwargs})
 
     factories = {
         'BM25': lambda: bm25 % budget,
-        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget, verbose=verbose),
+        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget, verbose=verbose, **opts),
         'GAR': lambda: bm25 >> GAR(reranker, groups, num_results=budget, batch_size=16, verbose=verbose),
-        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget, verbose=verbose),
-        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget, verbose=verbose),
+        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget, verbose=verbose, **opts),
+        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget, verbose=verbose, **opts),
         'GAREN': lambda: bm25 >> garen(),
         'GAREN-explore': lambda: bm25 >> garen(strategy='explore'),
         'GAREN-exploit': lambda: bm25 >> garen(strategy='exploit'),
         'GAREN-noprop': lambda: bm25 >> garen(propagate=False),
         'GAREN-vote': lambda: bm25 >> garen(navigator=VoteNavigator()),
         'GAREN-doc': lambda: bm25 >> DocGAREN(reranker, groups, doc_navigator or reranker, budget=budget,
-                                              verbose=verbose),
-        'GAREN+': lambda: bm25 >> garen(**GAREN_PLUS),
+                                              verbose=verbose, **opts),
+        'GAREN+': lambda: bm25 >> garen(**plus),
     }
-    return {name: factories[name]() for name in systems}
+    pipelines = {name: factories[name]() for name in systems}
+    if fusion:
+        pipelines = {name: pipe >> FirstStageFusion(bm25, fusion) for name, pipe in pipelines.items()}
+    return pipelines
 
 
 class _Done(pt.Transformer):
@@ -152,7 +165,8 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems=SYSTEMS,
-            binary: Optional[bool] = None, verbose: bool = False) -> pd.DataFrame:
+            binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
+            verbose: bool = False) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -167,6 +181,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         navigator: GAREN's navigator (see :func:`cpu_components`).
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
+        fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
+        final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
 
     Returns:
@@ -177,6 +193,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     from ir_measures import R, nDCG
 
     from . import RemoveExcluded, prepare
+    from ._driver import warn_budget_covers_collection
     from ._prepare import cache_dir
     from .datasets import load_dataset
     label = None
@@ -192,8 +209,10 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     if num_queries is not None and num_queries < 1:
         raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
     prepared = prepare(dataset, workdir, verbose=verbose)
+    warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     reranker, nav = cpu_components(prepared, navigator=navigator)
-    pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)
+    pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
+                              final_order=final_order)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
@@ -227,6 +246,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'labels': qrels.attrs['labels'],
         'excluded_removed': excluded,
         'budget': budget,
+        'fusion': fusion,
+        'final_order': final_order,
         'first_stage': FIRST_STAGE,
         'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
         'navigator': _NAVIGATOR_TEXT[navigator],
@@ -253,7 +274,9 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += [f"collection:  {run['collection']}, {run['documents']:,} documents; {queries}",
                   f"labels:      {run['labels']}" + ('; excluded documents (label -100) removed from every run'
                                                      if run['excluded_removed'] else ''),
-                  f"budget:      {run['budget']} documents reranked per query",
+                  f"budget:      {run['budget']} documents reranked per query"
+                  + (f"; final order {run['final_order']}" if run.get('final_order') else '')
+                  + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else ''),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}",
                   f"navigator:   {run['navigator']}",
