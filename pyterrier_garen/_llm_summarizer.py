@@ -5,7 +5,7 @@ import hashlib
 import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from ._engines import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
 from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
 
@@ -168,11 +168,13 @@ class LLMSummarizer(Summarizer, UsageStats):
             shown = shown[:max(1, room // 48)]
         per_doc = max(8, min(self.max_doc_tokens, room // max(1, len(shown))))
         while True:
-            lines = []
-            for k, doc in enumerate(shown, start=1):
+            bodies = []
+            for doc in shown:
                 title, text = clean_text(doc.get('title')), clean_text(doc.get('text'))
-                body = self.engine.truncate(f'{title}: {text}' if title else text, per_doc)
-                lines.append(f'[{k}] ({clean_text(doc.get("docno"))}) {body}')
+                bodies.append(f'{title}: {text}' if title else text)
+            lines = [f'[{k}] ({clean_text(doc.get("docno"))}) {body}' for k, (doc, body)
+                     in enumerate(zip(shown, truncate_each(self.engine, bodies, [per_doc] * len(bodies)), strict=True),
+                                  start=1)]
             conversation = self.template.messages(n=len(shown), docs='\n\n'.join(lines))
             excess = self.engine.count_conversation_tokens(conversation) - limit
             if excess <= 0 or per_doc <= 8:

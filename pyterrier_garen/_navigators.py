@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._engines import Conversation, Engine, UsageStats, yes_no_each
+from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
 from ._params import Rebuildable, check_groups, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
 from ._vectors import VectorComponent, unit
@@ -216,14 +216,16 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
         frame = inp.reset_index(drop=True)
         budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
-        conversations = []
+        rows = []
         for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
             query = clean_text(query)
             if (qid, query) not in budgets:
                 instruction = self.instruction_for(qid, query)
                 budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
-            instruction, budget = budgets[qid, query]
-            conversations.append(self.conversation(instruction, query, self.engine.truncate(clean_text(text), budget)))
+            rows.append((*budgets[qid, query], query, clean_text(text)))
+        docs = truncate_each(self.engine, [row[3] for row in rows], [row[1] for row in rows])
+        conversations = [self.conversation(instruction, query, doc)
+                         for (instruction, _, query, _), doc in zip(rows, docs, strict=True)]
         size = self.batch_size or len(conversations)
         scores: List[float] = []
         failed = []

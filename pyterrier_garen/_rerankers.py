@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._driver import window_starts
-from ._engines import Conversation, Engine, UsageStats, generate_each
+from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._params import Rebuildable
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
 from ._vectors import VectorComponent
@@ -274,7 +274,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             positions = pt.tqdm(positions, desc=repr(self), unit='position')
         for k in positions:
             active = [q for q in range(len(lists)) if len(starts[q]) > k]
-            conversations, windows = [], []
+            windows = []
             for q in active:
                 s = starts[q][k]
                 rows = orders[q][s:s + self.window]
@@ -288,14 +288,15 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
                                       '16, which may not fit (use a smaller window or a larger max_model_len)',
                                       stacklevel=2)
                     budgets[key] = self.doc_budget(query, len(rows))
-                budget = budgets[key]
-                window_texts = []
-                for r in rows:
-                    if (r, budget) not in cut:
-                        cut[r, budget] = self.engine.truncate(clean_text(texts[r]), budget)
-                    window_texts.append(cut[r, budget])
-                conversations.append(self.conversation(query, window_texts))
                 windows.append((q, s, rows))
+            # the texts of this position's windows, cut in one batch per budget
+            missing = list(dict.fromkeys((r, budgets[q, len(rows)]) for q, _, rows in windows for r in rows
+                                         if (r, budgets[q, len(rows)]) not in cut))
+            for key, text in zip(missing, truncate_each(self.engine, [clean_text(texts[r]) for r, _ in missing],
+                                                        [budget for _, budget in missing]), strict=True):
+                cut[key] = text
+            conversations = [self.conversation(lists[q][1], [cut[r, budgets[q, len(rows)]] for r in rows])
+                             for q, _, rows in windows]
             generations, errors = generate_each(self.engine, conversations, max_tokens=self.generation_tokens(),
                                                 stop=['</answer>'] if self.prompt == 'rankllm' else None)
             self._record_each(generations)

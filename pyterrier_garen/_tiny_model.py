@@ -31,6 +31,10 @@ THINK_TOKENS = ['<think>', '</think>']
 # Qwen2-style split: letters with one leading non-letter, single digits, punctuation runs, newlines, spaces
 _SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
           r"|\s+(?!\S)|\s+")
+# no leading-space convention: words, digits, punctuation runs and whitespace runs are separate pieces, so a space is
+# a token of its own and never part of the word after it
+_SPLIT_SEPARATE = r"\p{L}+|\p{N}|[^\s\p{L}\p{N}]+|\s+"
+SPACES = ('leading', 'separate')
 CHAT_TEMPLATE = (
     "{%- for message in messages %}"
     "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
@@ -40,7 +44,8 @@ CHAT_TEMPLATE = (
 # sampling defaults like those a Qwen model ships with; greedy requests must override every one of them
 GENERATION_DEFAULTS = {'do_sample': True, 'temperature': 0.7, 'top_p': 0.8, 'top_k': 20, 'repetition_penalty': 1.05}
 # words that must be single tokens (answers, ranking syntax); digits and brackets are single bytes anyway
-_SINGLE = ['yes', 'no', '[', ']', '>', ' >', ' [', '{', '}'] + [str(d) for d in range(10)]
+_SINGLE = ['yes', 'no', '[', ']', '>', '{', '}'] + [str(d) for d in range(10)]
+_SINGLE_LEADING = [' >', ' [']  # with the leading-space convention
 _WORDS = ('the of and to in a is that for it as with was on be by this are from at or an which have not has were '
           'flow pressure heat boundary layer wing surface speed theory results model query document passage group '
           'summary concept relevant search answer ranking order number method data system study effect').split()
@@ -56,33 +61,35 @@ def _default_texts(seed: int):
     return texts
 
 
-def _training_texts(texts: Iterable[str], seed: int):
+def _training_texts(texts: Iterable[str], seed: int, repeats: int = 200):
     rng = random.Random(seed)
     for text in texts:
         yield text
     # make sure the answer words merge into single tokens, with and without a leading space and after newlines
-    for _ in range(200):
+    for _ in range(repeats):
         yield 'yes\nno\n yes no yes. no. ' + ' > '.join(f'[{rng.randint(1, 20)}]' for _ in range(5))
 
 
-def _train_tokenizer(texts: Iterable[str], vocab_size: int, seed: int):
+def _train_tokenizer(texts: Iterable[str], vocab_size: int, seed: int, spaces: str = 'leading'):
     from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
     tokenizer = Tokenizer(models.BPE())
     tokenizer.normalizer = normalizers.NFC()
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(_SPLIT), behavior='isolated'),
+        pre_tokenizers.Split(Regex(_SPLIT if spaces == 'leading' else _SPLIT_SEPARATE), behavior='isolated'),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
     tokenizer.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=2, special_tokens=SPECIAL_TOKENS,
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
-    tokenizer.train_from_iterator(_training_texts(texts, seed), trainer=trainer)
+    # a small vocabulary has few merges: the answer words must be frequent enough to get theirs
+    repeats = 200 if vocab_size >= 1024 else 4000
+    tokenizer.train_from_iterator(_training_texts(texts, seed, repeats), trainer=trainer)
     return tokenizer
 
 
-def _finish_tokenizer(tokenizer):
+def _finish_tokenizer(tokenizer, spaces: str = 'leading'):
     from tokenizers import AddedToken
     tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in THINK_TOKENS])
-    for word in _SINGLE:
+    for word in _SINGLE + (_SINGLE_LEADING if spaces == 'leading' else []):
         ids = tokenizer.encode(word, add_special_tokens=False).ids
         if len(ids) != 1:
             raise RuntimeError(f'the tiny tokenizer splits {word!r} into {len(ids)} tokens; train it on more text '
@@ -145,7 +152,7 @@ def _check_target(path: Path) -> None:
 def build_tiny_model(path: Union[str, Path], *, scripted: bool = False, script: str = '[2] > [1]',
                      texts: Optional[Iterable[str]] = None, vocab_size: int = 2048, num_layers: int = 2,
                      hidden_size: int = 256, num_heads: int = 4, max_position_embeddings: int = 4096,
-                     seed: int = 0) -> Path:
+                     spaces: str = 'leading', seed: int = 0) -> Path:
     """Write a tiny Qwen3 causal LM with its own tokenizer to ``path`` (a few seconds on a CPU, no download).
 
     Args:
@@ -155,12 +162,15 @@ def build_tiny_model(path: Union[str, Path], *, scripted: bool = False, script: 
         script: the scripted answer; its ``>``-separated parts must be distinct (e.g. ``'[2] > [1] > [3]'``).
         texts: text to train the tokenizer on (e.g. a collection's documents); None: the package prompts plus
             generated text.
-        vocab_size: BPE vocabulary size (the trained vocabulary may be smaller on little text).
+        vocab_size: BPE vocabulary size (the trained vocabulary may be smaller on little text); the tokenizers of
+            different sizes cut the same text at very different places (a small one has few characters per token).
         num_layers: transformer layers.
         hidden_size: model width.
         num_heads: attention heads (key/value heads: half as many).
         max_position_embeddings: the longest sequence the model accepts (engines' ``max_model_len`` must not exceed
             it).
+        spaces: ``'leading'``: a word's leading space belongs to it (``' flow'``, as in GPT-2, Llama or Qwen);
+            ``'separate'``: spaces are tokens of their own and words carry none.
         seed: seed of the weights and of the generated training text.
 
     Returns:
@@ -172,14 +182,16 @@ def build_tiny_model(path: Union[str, Path], *, scripted: bool = False, script: 
     import torch
     from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
 
+    if spaces not in SPACES:
+        raise ValueError(f'spaces must be one of {SPACES}, got {spaces!r}')
     path = Path(path)
     _check_target(path)
     pieces = _script_pieces(script) if scripted else []
-    tokenizer = _train_tokenizer(texts if texts is not None else _default_texts(seed), vocab_size, seed)
+    tokenizer = _train_tokenizer(texts if texts is not None else _default_texts(seed), vocab_size, seed, spaces)
     piece_ids = []
     if pieces:
         tokenizer, piece_ids = _add_vocab_entries(tokenizer, pieces)
-    tokenizer = _finish_tokenizer(tokenizer)
+    tokenizer = _finish_tokenizer(tokenizer, spaces)
     fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token=None, eos_token='<|im_end|>',
                                    pad_token='<|endoftext|>', unk_token=None, model_max_length=max_position_embeddings,
                                    clean_up_tokenization_spaces=False)
@@ -213,7 +225,7 @@ def build_tiny_model(path: Union[str, Path], *, scripted: bool = False, script: 
                      **GENERATION_DEFAULTS).save_pretrained(path)
     marker = {'kind': 'scripted' if scripted else 'random', 'script': script if scripted else None,
               'vocab_size': vocab, 'num_layers': num_layers, 'hidden_size': hidden_size, 'num_heads': num_heads,
-              'max_position_embeddings': max_position_embeddings, 'seed': seed}
+              'max_position_embeddings': max_position_embeddings, 'spaces': spaces, 'seed': seed}
     (path / TINY_MARKER).write_text(json.dumps(marker, indent=2) + '\n', encoding='utf8')
     return path
 

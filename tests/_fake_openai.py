@@ -1,9 +1,10 @@
 """The one fake OpenAI-compatible server of the tests, on 127.0.0.1, for the engine and the fault tests.
 
 :class:`FakeOpenAIServer` answers ``/v1/chat/completions``, ``/v1/completions`` (with log-probabilities),
-``/tokenize`` and ``/v1/models`` like a small vLLM server would. A ``script`` of actions overrides the answers of
-the first POST requests, one action each (then the default behaviour answers again); :class:`ScriptedServer` is the
-fault-test form, where the last action repeats for ever. Actions:
+``/tokenize``, ``/detokenize`` (one token per word) and ``/v1/models`` like a small vLLM server would. A ``script``
+of actions overrides the answers of the first completion requests (``/v1/completions``, ``/v1/chat/completions``;
+the tokenizer endpoints always answer by the rules), one action each (then the default behaviour answers again);
+:class:`ScriptedServer` is the fault-test form, where the last action repeats for ever. Actions:
 
 * ``('ok', payload)``: 200 with the JSON ``payload``;
 * ``('raw', status, body_bytes, headers)``: exactly these bytes;
@@ -61,13 +62,14 @@ class FakeOpenAIServer:
     """An OpenAI-compatible server with vLLM's extensions, answering from rules (see the module docstring).
 
     Args:
-        script: actions answering the first POST requests, one each.
+        script: actions answering the first completion requests, one each.
         repeat: when the script runs out, repeat its last action (True) or answer by the rules (False).
         delay: seconds each POST waits before answering (to observe concurrency: ``max_in_flight``).
-        fail_first: answer the first ``fail_first`` POSTs (after the script) with a 500.
+        fail_first: answer the first ``fail_first`` completion requests (after the script) with a 500.
         max_model_len: the context length ``/v1/models`` reports.
         reply: ``reply(body) -> text`` of a generation.
-        generic: a plain OpenAI-style server: rejects vLLM's fields (400) and has no ``/tokenize`` (404).
+        generic: a plain OpenAI-style server: rejects vLLM's fields (400) and has no ``/tokenize`` or
+            ``/detokenize`` (404).
         lifetime: seconds after which the server stops by itself.
     """
 
@@ -76,6 +78,7 @@ class FakeOpenAIServer:
         self.script, self.repeat = list(script), repeat
         self.delay, self.failures_left, self.max_model_len, self.reply = delay, fail_first, max_model_len, reply
         self.generic = generic
+        self.vocab, self.words = dict(TOKEN_IDS), {i: w for w, i in TOKEN_IDS.items()}
         self.requests, self.in_flight, self.max_in_flight, self.lock = [], 0, 0, threading.Lock()
         server = self
 
@@ -106,7 +109,7 @@ class FakeOpenAIServer:
                                                    body))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    action = server._next_action()
+                    action = server._next_action() if self.path.endswith('completions') else ('default',)
                 try:
                     time.sleep(server.delay)
                     if action[0] == 'ok':
@@ -180,13 +183,36 @@ class FakeOpenAIServer:
     def respond(self, path, body):
         """``(status, payload)`` of a POST answered by the rules."""
         unknown = [k for k in body if k in VLLM_FIELDS]
-        if self.generic and (unknown or path.endswith('/tokenize')):
+        if self.generic and (unknown or path.endswith(('/tokenize', '/detokenize'))):
             return (400 if unknown else 404), {'error': {
                 'message': f'Unrecognized request argument supplied: {unknown[0] if unknown else ""}',
                 'type': 'invalid_request_error'}}
         if path == '/tokenize':
-            return 200, {'tokens': [TOKEN_IDS[w] for w in body['prompt'].split()]}
+            return 200, self.tokenize(body)
+        if path == '/detokenize':
+            return 200, {'prompt': ' '.join(self.words[t] for t in body['tokens'])}
         return 200, self.answer(path, body)
+
+    def token_ids(self, text):
+        """The fake tokenizer: one token per whitespace-separated word (ids of new words given as they come)."""
+        with self.lock:
+            for word in text.split():
+                if word not in self.vocab:
+                    self.vocab[word] = len(self.vocab) + 1000
+                    self.words[self.vocab[word]] = word
+            return [self.vocab[word] for word in text.split()]
+
+    def tokenize(self, body):
+        """vLLM's ``/tokenize``: of a ``prompt``, or of ``messages`` rendered as ``role: content`` lines (plus the
+        assistant's turn opener unless the last message is continued)."""
+        if 'messages' in body:
+            lines = [f"{m['role']}: {m['content']}" for m in body['messages']]
+            if not body.get('continue_final_message'):
+                lines.append('assistant:')
+            tokens = self.token_ids('\n'.join(lines))
+        else:
+            tokens = self.token_ids(body['prompt'])
+        return {'tokens': tokens, 'count': len(tokens), 'max_model_len': self.max_model_len}
 
     def answer(self, path, body):
         usage_prompt = len(json.dumps(body.get('messages') or body.get('prompt')).split())
@@ -215,7 +241,7 @@ class FakeOpenAIServer:
 
 
 class ScriptedServer(FakeOpenAIServer):
-    """The fault-test form: each POST takes the next action of ``script``; the last action repeats when it runs out."""
+    """The fault-test form: each completion request takes the next action of ``script``; the last one repeats."""
 
     def __init__(self, script, **kwargs):
         super().__init__(script, repeat=True, **kwargs)

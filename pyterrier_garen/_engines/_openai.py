@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .._params import Rebuildable
-from ._base import (Conversation, Engine, Generation, _require, redact, render_chat, resolve_api_key,
-                    softmax_yes, split_prefill)
+from ._base import Conversation, Engine, Generation, _require, redact, resolve_api_key, softmax_yes
+from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
 __all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded']
 
@@ -57,9 +57,16 @@ class OpenAIEngine(Rebuildable, Engine):
     round-robin over the servers (data parallel: one ``vllm serve`` per GPU or per node).
 
     Without ``tokenizer`` the chat endpoint (``/v1/chat/completions``) renders the prompt on the server; an assistant
-    prefill is sent with vLLM's ``continue_final_message`` option. With ``tokenizer`` (a Hugging Face id or tokenizer
-    object) prompts are rendered here and sent to ``/v1/completions``, which reproduces the in-process prompts
-    exactly and gives exact token counts for truncation.
+    prefill is sent with vLLM's ``continue_final_message`` option. With ``tokenizer`` (a local tokenizer folder, a
+    model name in the local Hugging Face cache, or a tokenizer object) prompts are rendered here and sent to
+    ``/v1/completions``, which reproduces the in-process prompts exactly.
+
+    Token counts and truncation (how much of a document fits the context) use the model's own tokenizer: the
+    ``tokenizer`` when given, else the server's (vLLM's ``/tokenize`` and ``/detokenize`` endpoints, asked
+    concurrently, with chat prompts counted as the server renders them), so that documents are cut exactly where an
+    in-process engine of the same model cuts them. Only a server without these endpoints (a hosted API) falls back
+    to an estimate of four characters per token, with a warning (once) that prompts then differ from an in-process
+    run's.
 
     Every request says greedy decoding in full (temperature 0, top-p 1, no penalties and, to a vLLM server, top-k off,
     min-p 0 and repetition penalty 1): a server fills whatever a request leaves out from the model's
@@ -83,7 +90,8 @@ class OpenAIEngine(Rebuildable, Engine):
         seed: the seed sent with every request (decoding is greedy, ``temperature=0``).
         context_length: the model's context length; None asks the server (vLLM reports ``max_model_len``) and
             falls back to 8192.
-        tokenizer: None, a Hugging Face tokenizer id, or a tokenizer object (see above).
+        tokenizer: None, a tokenizer folder or a model name in the local Hugging Face cache (loaded offline, never
+            downloaded), or a tokenizer object (see above).
         chat_template_kwargs: extra chat template variables (e.g. ``{'enable_thinking': False}``).
         top_logprobs: log-probabilities requested for yes/no scoring when the server cannot return the two tokens'
             own (see above).
@@ -129,13 +137,9 @@ class OpenAIEngine(Rebuildable, Engine):
         self.chat_template_kwargs = chat_template_kwargs
         self.top_logprobs = top_logprobs
         self._context_length = context_length
-        self._tok = None
-        if tokenizer is not None:
-            if isinstance(tokenizer, str):
-                transformers = _require('transformers', 'OpenAIEngine(tokenizer=...)', extra='cpu')
-                self._tok = transformers.AutoTokenizer.from_pretrained(tokenizer)
-            else:
-                self._tok = tokenizer
+        self._tok = tokenizer
+        if isinstance(tokenizer, str):
+            self._tok = load_tokenizer(tokenizer, 'OpenAIEngine(tokenizer=...)')
         self._key = resolve_api_key(api_key)
         self._urls = urls
         self._clients = [self._client(url) for url in urls]
@@ -148,6 +152,7 @@ class OpenAIEngine(Rebuildable, Engine):
         self.inexact_yes_no = 0
         self.unscored_yes_no = 0
         self._answer_ids: Dict[str, Optional[int]] = {}
+        self._server_tokenizer = ServerTokenizer(self._post_root, self._map, model, chat_template_kwargs)
 
     def _client(self, url: str):
         openai = importlib.import_module('openai')
@@ -171,23 +176,54 @@ class OpenAIEngine(Rebuildable, Engine):
             pass
         return 8192
 
+    # token counts and cuts: the given tokenizer, else the server's (/tokenize, /detokenize), else the estimate
+    _estimate_fix = ('pass tokenizer= (the model\'s tokenizer folder, loaded offline) or serve the model with vLLM, '
+                     'whose /tokenize and /detokenize endpoints the engine then uses')
+
+    @property
+    def token_source(self) -> str:
+        """What counts and cuts tokens: ``'tokenizer'`` (the given one), ``'server'`` (its ``/tokenize``),
+        ``'estimate'`` (the server has none) or ``'unknown'`` (the server was not asked yet)."""
+        if self._tok is not None:
+            return 'tokenizer'
+        return {True: 'server', False: 'estimate', None: 'unknown'}[self._server_tokenizer.available]
+
     def count_tokens(self, text: str) -> int:
-        if self._tok is None:
-            return super().count_tokens(text)
-        return len(self._tok.encode(text, add_special_tokens=False))
+        if self._tok is not None:
+            return len(self._tok.encode(text, add_special_tokens=False))
+        ids = self._server_tokenizer.encode_many([text])
+        return super().count_tokens(text) if ids is None else len(ids[0])
 
     def count_conversation_tokens(self, conversation: Conversation) -> int:
-        if self._tok is None:
-            return super().count_conversation_tokens(conversation)
-        return len(self._tok.encode(self._prompt(conversation), add_special_tokens=False))
+        if self._tok is not None:
+            return len(self._tok.encode(self._prompt(conversation), add_special_tokens=False))
+        count = self._server_tokenizer.count_conversation(conversation)
+        return super().count_conversation_tokens(conversation) if count is None else count
 
     def truncate(self, text: str, max_tokens: int) -> str:
-        if self._tok is None:
-            return super().truncate(text, max_tokens)
-        ids = self._tok.encode(text, add_special_tokens=False)
-        if len(ids) <= max_tokens:
-            return text
-        return self._tok.decode(ids[:max(0, int(max_tokens))], skip_special_tokens=True)
+        return self.truncate_many([text], max_tokens)[0]
+
+    def truncate_many(self, texts: Sequence[str], max_tokens: int) -> List[str]:
+        if self._tok is not None:
+            return [hf_truncate(self._tok, text, max_tokens) for text in texts]
+        cut = self._server_tokenizer.truncate_many(texts, max_tokens)
+        return [Engine.truncate(self, text, max_tokens) for text in texts] if cut is None else cut
+
+    def _post_root(self, path: str, body: dict) -> Optional[dict]:
+        """POST ``body`` to ``path`` at the server's root (beside ``/v1``), with retries; None when the server has
+        no such endpoint (HTTP 404, 405 or 501: not a vLLM server)."""
+        openai = importlib.import_module('openai')
+
+        def call(client):
+            root = str(client.base_url).rstrip('/')
+            root = root[:-len('/v1')] if root.endswith('/v1') else root
+            try:
+                return client.post(f'{root}{path}', cast_to=object, body=body)
+            except openai.APIStatusError as ex:
+                if ex.status_code in (404, 405, 501):
+                    return None
+                raise
+        return self._request(call, completion=False)
 
     # ---- requests
     def _request(self, fn, *, completion: bool = True):
@@ -364,14 +400,11 @@ class OpenAIEngine(Rebuildable, Engine):
         return self._answer_ids[word]
 
     def _server_token_ids(self, word: str) -> Optional[List[int]]:
-        root = str(self._clients[0].base_url).rstrip('/')
-        root = root[:-len('/v1')] if root.endswith('/v1') else root
         try:
-            answer = self._request(lambda c: c.post(f'{root}/tokenize', cast_to=object, body={
-                'model': self.model, 'prompt': word, 'add_special_tokens': False}), completion=False)
-            return [int(t) for t in answer['tokens']]
-        except Exception:  # noqa: BLE001 - no /tokenize: not a vLLM server; the caller falls back
+            ids = self._server_tokenizer.encode_many([word])
+        except Exception:  # noqa: BLE001 - a failing /tokenize only costs exactness; the caller falls back
             return None
+        return None if ids is None else ids[0]
 
     def yes_no(self, conversations, *, yes='yes', no='no'):
         """See :meth:`Engine.yes_no` and the class docstring (restricted, exact log-probabilities by token id)."""

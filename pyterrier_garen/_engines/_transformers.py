@@ -5,12 +5,13 @@ import importlib
 from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable
-from ._base import Conversation, Engine, Generation, _HFTokenizerMixin, _require, render_chat, softmax_yes
+from ._base import Conversation, Engine, Generation, _require, softmax_yes
+from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['TransformersEngine']
 
 
-class TransformersEngine(Rebuildable, _HFTokenizerMixin, Engine):
+class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
     """A Hugging Face ``transformers`` causal LM in this process: the engine for machines without vLLM.
 
     Prompts are rendered with the model's chat template (like :class:`VLLMEngine`), left-padded into batches of

@@ -4,12 +4,13 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from .._params import Rebuildable
-from ._base import Conversation, Engine, Generation, _HFTokenizerMixin, _require, render_chat, softmax_yes
+from ._base import Conversation, Engine, Generation, _require, softmax_yes
+from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
 
 
-class VLLMEngine(Rebuildable, _HFTokenizerMixin, Engine):
+class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
     """An in-process vLLM model (offline batch inference on the local GPUs).
 
     Prompts are rendered with the model's chat template and passed as token ids to ``LLM.generate`` with greedy

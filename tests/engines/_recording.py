@@ -31,6 +31,9 @@ class Recording(Engine):
     def truncate(self, text, max_tokens):
         return self.engine.truncate(text, max_tokens)
 
+    def truncate_many(self, texts, max_tokens):
+        return self.engine.truncate_many(texts, max_tokens)
+
     def count_conversation_tokens(self, conversation):
         return self.engine.count_conversation_tokens(conversation)
 

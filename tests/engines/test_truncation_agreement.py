@@ -1,0 +1,95 @@
+"""Documents that must be cut are cut at the same token by a vLLM server (through its /tokenize and /detokenize)
+and by the in-process engine, for tokenizers of very different characters-per-token ratios: the navigator's and the
+listwise reranker's prompts are identical, P(yes) agrees within 1e-3 and the listwise ranking is the same.
+
+The measured differences are shown in pytest's warnings summary (category ``Measured``)."""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from _recording import SERVED_NAME, VLLM_ARGS, Recording
+
+from pyterrier_garen import ListwiseReranker, OpenAIEngine, VLLMEngine, YesNoScorer
+from pyterrier_garen._engines._tokens import estimate_truncate
+
+pytestmark = [pytest.mark.engines, pytest.mark.usefixtures('local_network')]
+
+CUT_CONTEXT = 512  # max_model_len of the servers started here: Cranfield's long documents do not fit it
+
+
+@pytest.fixture(scope='module')
+def long_rows(cranfield):
+    """48 (query, document) rows: 4 queries, each with the 12 longest Cranfield documents (full length)."""
+    docs = pd.DataFrame(cranfield.get_corpus_iter(verbose=False))
+    docs = docs.assign(length=docs['text'].str.len()).sort_values(['length', 'docno'], ascending=[False, True])
+    topics = cranfield.get_topics().head(4)
+    rows = [{'qid': q.qid, 'query': q.query, 'docno': d.docno, 'text': d.text, 'rank': r}
+            for q in topics.itertuples() for r, d in enumerate(docs.head(12).itertuples())]
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope='module', params=['small', 'large', 'separate'])
+def engine_pair(request, tokenizer_models, tmp_path_factory):
+    """``(kind, server engine, in-process engine)`` for one tokenizer kind; one server at a time."""
+    from conftest import serve
+    path = tokenizer_models[request.param]
+    log = tmp_path_factory.mktemp(f'server-{request.param}') / 'server.log'
+    with serve(path, log, context=CUT_CONTEXT) as url:
+        local = VLLMEngine(str(path), seed=0, **{**VLLM_ARGS, 'max_model_len': CUT_CONTEXT})
+        try:
+            yield request.param, OpenAIEngine(url, SERVED_NAME, max_concurrency=8), local
+        finally:
+            local.close()
+
+
+class Measured(UserWarning):
+    """A measured agreement, shown in pytest's warnings summary (not a problem)."""
+
+
+def _report(kind, what, value):
+    warnings.warn(Measured(f'[truncation agreement] {kind}: {what} = {value}'), stacklevel=2)
+
+
+def test_documents_are_cut_at_the_same_token(engine_pair, long_rows):
+    kind, served, local = engine_pair
+    texts = list(long_rows['text'].unique())
+    for budget in (37, 200):
+        cut = served.truncate_many(texts, budget)
+        assert cut == local.truncate_many(texts, budget)
+        assert [local.count_tokens(t) <= budget for t in cut] == [True] * len(cut)
+        assert sum(c != t for c, t in zip(cut, texts, strict=True)) == len(texts)  # every one had to be cut
+    assert served.token_source == 'server'
+    # the 4-characters estimate would have cut elsewhere (what the server tokenizer is there to avoid)
+    assert [estimate_truncate(t, 200, 4.0) for t in texts] != local.truncate_many(texts, 200)
+
+
+def test_navigator_prompts_and_yes_probabilities_agree(engine_pair, long_rows):
+    kind, served, local = engine_pair
+    recordings = [Recording(served), Recording(local)]
+    scores = [YesNoScorer(r)(long_rows)['score'].to_numpy() for r in recordings]
+    prompts = [[c for entry in r.calls('yes_no') for c in entry[1]] for r in recordings]
+    assert prompts[0] == prompts[1]
+    docs = [c[-2]['content'] for c in prompts[0]]
+    assert sum(len(d) < len(t) for d, t in zip(docs, long_rows['text'], strict=True)) >= len(docs) // 2
+    sent = [[g.prompt_tokens for entry in r.calls('yes_no') for g in entry[2]] for r in recordings]
+    assert sent[0] == sent[1]  # the server rendered the prompt the in-process engine tokenized
+    assert max(sent[1]) <= CUT_CONTEXT - 1
+    difference = float(np.abs(scores[0] - scores[1]).max())
+    _report(kind, f'P(yes) max |server - in-process| over {len(docs)} rows', f'{difference:.2e}')
+    assert difference <= 1e-3
+
+
+def test_listwise_prompts_and_ranking_agree(engine_pair, long_rows):
+    kind, served, local = engine_pair
+    rows = long_rows[long_rows.qid.isin(long_rows.qid.unique()[:2])].groupby('qid').head(8)
+    recordings = [Recording(served), Recording(local)]
+    runs = [ListwiseReranker(r, window=4, stride=2, max_tokens=24)(rows) for r in recordings]
+    prompts = [[c for entry in r.calls('generate') for c in entry[1]] for r in recordings]
+    assert prompts[0] == prompts[1]
+    texts = [[g.text for entry in r.calls('generate') for g in entry[2]] for r in recordings]
+    assert texts[0] == texts[1]
+    same = runs[0][['qid', 'docno', 'rank']].reset_index(drop=True).equals(
+        runs[1][['qid', 'docno', 'rank']].reset_index(drop=True))
+    _report(kind, f'listwise: identical prompts {len(prompts[0])}/{len(prompts[0])}, same ranking', same)
+    assert same
