@@ -92,3 +92,28 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         load_example().main([*args, '--budget', '159', '--systems', 'Rerank', '--strict', '--out', str(out)])
+
+
+def test_build_systems_gives_every_system_the_same_fusion_and_final_order(small):
+    from pyterrier_garen import GAREN, FirstStageFusion, SlideGAR, VoteNavigator, build_systems
+    from pyterrier_garen.analysis import SimulatedReranker
+    _, prepared = small
+    reranker = SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=0.5)
+    pipes = build_systems(prepared, reranker, VoteNavigator(), systems=['BM25', 'GAR', 'SlideGAR', 'GAREN+'],
+                          fusion=0.2, final_order='paper')
+
+    def stages(pipe):
+        return list(getattr(pipe, '_transformers', [pipe]))
+    for name, pipe in pipes.items():
+        last = stages(pipe)[-1]
+        assert isinstance(last, FirstStageFusion), name
+        assert last.weight == 0.2
+    plus = next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN))
+    assert plus.fusion == 0
+    assert plus.evidence_weight == 0.5
+    assert plus.final_order == 'paper'
+    assert next(t for t in stages(pipes['SlideGAR']) if isinstance(t, SlideGAR)).final_order == 'paper'
+    alone = build_systems(prepared, reranker, VoteNavigator(), systems=['GAREN+'])['GAREN+']
+    assert next(t for t in stages(alone) if isinstance(t, GAREN)).fusion == 0.1  # its own fusion without --fusion
+    with pytest.raises(ValueError, match='fusion'):
+        build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], fusion=-1)
