@@ -32,6 +32,13 @@ _EXPORTS = {
     'cpu_components': '._compare',
     'build_systems': '._compare',
     'SYSTEMS': '._compare',
+    'NAVIGATORS': '._compare',
+    # the registry of systems, navigators and engine short names (_registry.py; docs/architecture.md)
+    'System': '._registry',
+    'Navigator': '._registry',
+    'Components': '._registry',
+    'register_system': '._registry',
+    'register_navigator': '._registry',
     'evaluation_qrels': '._compare',
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)

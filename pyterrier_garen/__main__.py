@@ -160,6 +160,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m pyterrier_garen`` (every option has help and shows its default)."""
+    from . import _registry
     from ._compare import NAVIGATORS, SYSTEMS
     parser = argparse.ArgumentParser(prog='python -m pyterrier_garen', formatter_class=_HelpFormatter,
                                      description='GAREN: the main job (compare) and the offline jobs that build '
@@ -180,8 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                            'of 20, or the adaptive methods only re-rank')
     p.add_argument('--queries', type=int, help='evaluate on the first N queries only (default: all)')
     p.add_argument('--navigator', default='centroid', choices=NAVIGATORS,
-                   help="GAREN's navigator: query vs. group centroid, vs. the summary's vector, or connectivity "
-                        'votes')
+                   help="GAREN's navigator: " + '; '.join(f'{name}: {_registry.navigator(name).text}'
+                                                          for name in NAVIGATORS))
     p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
                    help=f'systems to run, from: {" ".join(SYSTEMS)} (default: all of them)')
     labels = p.add_mutually_exclusive_group()

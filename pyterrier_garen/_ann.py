@@ -7,7 +7,6 @@ from the stored vectors and the best ``k`` kept, in the same ``np_topk`` layout 
 """
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -95,11 +94,14 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     Raises:
         ImportError: when ``faiss`` is not installed (``pip install "pyterrier-garen[ann]"``).
     """
+    from ._atomic import resource_errors, write_array, write_json
     from ._graphs import check_docnos, load_corpus_graph
+    from ._params import check_choice, check_positive
+    check_positive(k=k, neighbours=neighbours, ef_construction=ef_construction, ef_search=ef_search,
+                   batch_size=batch_size)
     if not search and neighbours < k:
         raise ValueError(f'neighbours ({neighbours}) must be at least k ({k}): k is chosen among them')
-    if hops not in (1, 2):
-        raise ValueError(f'hops must be 1 or 2, got {hops}')
+    check_choice('hops', hops, (1, 2))
     how = f'search{ef_search}' if search else f'h{hops}'
     path = Path(index.index_path) / f'hnsw_n-{neighbours}_ef-{ef_construction}_{how}.k{k}.rescored.graph'
     if not (path / 'pt_meta.json').is_file():
@@ -137,19 +139,20 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
         step = max(1, min(batch_size, 2**28 // (candidates.shape[1] * vectors.shape[1] * 4)))
         edges, weights = rescore_candidates(vectors, candidates, k, batch_size=step)
         tmp = path.with_name(path.name + '.tmp')
-        tmp.mkdir(parents=True, exist_ok=True)
-        edges.tofile(tmp / 'edges.u32.np')
-        weights.tofile(tmp / 'weights.f16.np')
-        if not (tmp / 'docnos.npids').exists():
-            (tmp / 'docnos.npids').symlink_to('../docnos.npids')
+        with resource_errors(path, 'build'):
+            tmp.mkdir(parents=True, exist_ok=True)
+            write_array(edges, tmp / 'edges.u32.np')
+            write_array(weights, tmp / 'weights.f16.np')
+            if not (tmp / 'docnos.npids').exists():
+                (tmp / 'docnos.npids').symlink_to('../docnos.npids')
         meta = {'type': 'corpus_graph', 'format': 'np_topk', 'package_hint': 'pyterrier-adaptive',
                 'doc_count': int(edges.shape[0]), 'k': int(k),
                 'approximate': {'method': 'faiss_hnsw_search' if search else 'faiss_hnsw_links',
                                 'neighbours': neighbours, 'ef_construction': ef_construction,
                                 'ef_search': ef_search if search else None, 'hops': None if search else hops}}
-        with (tmp / 'pt_meta.json').open('wt') as fout:
-            json.dump(meta, fout)
-        os.replace(tmp, path)
+        write_json(tmp / 'pt_meta.json', meta)
+        with resource_errors(path, 'build'):
+            os.replace(tmp, path)
     graph = load_corpus_graph(path)
     check_docnos(graph._docnos)
     return graph

@@ -8,7 +8,12 @@ Every artifact the project writes goes through :func:`building` (a folder) or :f
   ``pt_meta.json``) and only when ``overwrite=True``; otherwise :class:`FileExistsError` names the path. The old
   artifact survives until the new one is complete;
 * a lock file beside the target (``.<name>.lock``) makes concurrent builds of the same artifact fail clearly, and
-  lets a build recognise the temporaries left by a killed build of the same artifact as stale and remove them.
+  lets a build recognise the temporaries left by a killed build of the same artifact as stale and remove them;
+* the swap is recoverable at every instant (:func:`_swap`, :func:`recover`): an atomic exchange where the kernel
+  offers one, else a backup folder that the next open or build of the path moves back, and that is never removed
+  while it is the only complete copy;
+* errors of the file system (disk full, no permission, read-only) become a :class:`ResourceError` naming the path,
+  the cause and the fix (:func:`resource_error`, the one helper every reader and writer uses).
 """
 from __future__ import annotations
 
@@ -18,12 +23,14 @@ import json
 import os
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
-__all__ = ['building', 'clean_stale', 'atomic_write', 'write_json', 'read_meta', 'open_no_follow', 'ArtifactKindError',
-           'ArtifactBusyError']
+__all__ = ['building', 'clean_stale', 'recover', 'atomic_write', 'write_json', 'write_array', 'read_meta',
+           'open_no_follow', 'resource_error', 'resource_errors', 'ArtifactKindError', 'ArtifactBusyError',
+           'ResourceError']
 
 
 class ArtifactBusyError(RuntimeError):
@@ -34,14 +41,107 @@ class ArtifactKindError(FileExistsError):
     """The target path holds something that is not an artifact of the kind being built."""
 
 
+class ResourceError(OSError):
+    """The file system refused a read or a write (disk full, no permission, read-only): the message names the
+    path, the cause and the fix."""
+
+    def __str__(self):
+        return self.strerror or super().__str__()
+
+
+#: errno -> what to do, for the errors of the file system a user can fix (not bugs, not damaged data)
+RESOURCE_FIXES = {
+    errno.ENOSPC: 'free some disk space (or choose a folder on another disk) and rerun; finished steps are kept',
+    errno.EDQUOT: 'the disk quota is exhausted: free some space (or choose another folder) and rerun',
+    errno.EACCES: 'check the permissions (ls -l) or choose a folder you can {verb}',
+    errno.EPERM: 'check the permissions (ls -l) or choose a folder you can {verb}',
+    errno.EROFS: 'the file system is read-only: choose a writable folder to build in (a finished artifact can '
+                 'still be read from it)',
+}
+_SHORT_WRITE = re.compile(r'\d+ requested and \d+ written')  # numpy's tofile on a full disk (no errno)
+
+
+def resource_error(ex: BaseException, path: Union[str, Path], action: str = 'write') -> BaseException:
+    """``ex`` as a :class:`ResourceError` naming ``path``, the cause and the fix when the file system refused
+    (ENOSPC, EDQUOT, EACCES, EPERM, EROFS, or numpy's short write); otherwise ``ex`` unchanged.
+
+    ``action`` is the verb of the message (``'write'``, ``'read'``, ``'build'``, ...). The one helper every
+    reader and writer of the project uses (:func:`resource_errors`).
+    """
+    if isinstance(ex, ResourceError) or not isinstance(ex, OSError):
+        return ex
+    code = ex.errno
+    if code is None and _SHORT_WRITE.search(str(ex)):
+        code = errno.ENOSPC
+    if code not in RESOURCE_FIXES:
+        return ex
+    verb = 'read' if action == 'read' else 'write to'
+    where = ex.filename if ex.filename and str(ex.filename) != str(path) else None
+    cause = os.strerror(code).lower() + (f' ({where})' if where else '')
+    fix = RESOURCE_FIXES[code].format(verb=verb)
+    return ResourceError(code, f'cannot {action} {path}: {cause}; {fix}', str(where or path))
+
+
+@contextlib.contextmanager
+def resource_errors(path: Union[str, Path], action: str = 'write') -> Iterator[None]:
+    """Within the block, an error of the file system becomes a :class:`ResourceError` (see :func:`resource_error`)."""
+    try:
+        yield
+    except OSError as ex:
+        new = resource_error(ex, path, action)
+        if new is ex:
+            raise
+        raise new from ex
+
+
+def disk_full(folder: Union[str, Path]) -> bool:
+    """Whether the file system holding ``folder`` has no free block left for this user."""
+    try:
+        stats = os.statvfs(folder)
+    except (OSError, AttributeError):
+        return False
+    return stats.f_bavail == 0
+
+
+def write_fd(fd: int, data) -> None:
+    """Write all of ``data`` (bytes or a buffer) to a file descriptor, chunk by chunk; a short write raises."""
+    view = memoryview(data).cast('B')
+    while view:
+        written = os.write(fd, view[:1 << 24])
+        view = view[written:]
+
+
+def write_array(array, path: Union[str, Path]) -> None:
+    """Write a numpy array's raw bytes to a new file (like ``ndarray.tofile``, but a full disk or a refused write
+    raises an ``OSError`` with its errno and the file's name, which :func:`resource_errors` turns into a message)."""
+    import numpy as np
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+        try:
+            write_fd(fd, np.ascontiguousarray(array))
+        finally:
+            os.close(fd)
+    except OSError as ex:
+        ex.filename = ex.filename or str(path)
+        raise
+
+
 def read_meta(path: Union[str, Path]) -> Optional[Dict[str, Any]]:
-    """The parsed ``pt_meta.json`` of a folder, ``None`` when there is none or it is not a JSON object."""
+    """The parsed ``pt_meta.json`` of a folder, ``None`` when there is none or it is not a JSON object.
+
+    Raises:
+        ResourceError: the file is there but cannot be read (no permission): not taken for "no artifact".
+    """
     meta = Path(path) / 'pt_meta.json'
     if meta.is_symlink() or not meta.is_file():
         return None
     try:
         data = json.loads(meta.read_text(encoding='utf8'))
-    except (OSError, ValueError):
+    except OSError as ex:
+        if resource_error(ex, meta, 'read') is not ex:
+            raise resource_error(ex, meta, 'read') from None
+        return None
+    except ValueError:
         return None
     return data if isinstance(data, dict) else None
 
@@ -100,28 +200,90 @@ def _lock(path: Path) -> Iterator[None]:
 
 def stale_temporaries(path: Path) -> list:
     """Leftovers of earlier builds of ``path``: exactly the names this module's temporaries get beside it
-    (``.<name>.<8 random characters>.tmp`` or ``.old``), so no other file of the user's is ever taken for one."""
+    (``.<name>.<8 random characters>.tmp``, ``.old`` or ``.del``), so no other file of the user's is ever taken for
+    one. A ``.old`` folder may hold the only copy of the previous artifact (see :func:`recover`)."""
     prefix = f'.{path.name}.'
-    pattern = re.compile(re.escape(prefix) + r'[a-z0-9_]{8}\.(?:tmp|old)')
+    pattern = re.compile(re.escape(prefix) + r'[a-z0-9_]{8}\.(?:tmp|old|del)')
     return [p for p in path.parent.glob(f'{glob_escape(prefix)}*') if pattern.fullmatch(p.name)]
+
+
+def _backups(path: Path) -> list:
+    """The ``.old`` folders beside ``path`` that hold a backup of a previous artifact (newest first)."""
+    found = [p for p in stale_temporaries(path) if p.name.endswith('.old') and not p.is_symlink()
+             and (p / BACKUP).exists()]
+    return sorted(found, key=lambda p: p.stat().st_mtime_ns, reverse=True)
+
+
+def recover(path: Union[str, Path]) -> Optional[Path]:
+    """Undo an interrupted swap of ``path``: when ``path`` is missing and a backup of the previous artifact is
+    beside it (``.<name>.<8 chars>.old/artifact``), move the backup back (with a warning saying so); when ``path``
+    holds a finished artifact, remove what killed builds left beside it (best effort: not on a read-only mount).
+
+    Called before anything else by every builder and reader of an artifact path. Costs one directory listing when
+    there is nothing to do, and writes nothing then (a finished artifact on a read-only mount stays usable).
+    Returns the backup restored from, else ``None``.
+    """
+    import warnings
+    path = Path(path)
+    if not path.parent.is_dir() or not stale_temporaries(path):
+        return None
+    backups = _backups(path)
+    if path.exists() or path.is_symlink():
+        if not path.is_symlink() and read_meta(path) is not None:
+            with contextlib.suppress(OSError, ArtifactBusyError), _lock(path):
+                _remove_stale(path)
+        elif backups:  # never removed while the path holds no finished artifact (see _remove_stale)
+            warnings.warn(f'{path} is not a finished artifact, but a backup of the previous one is beside it in '
+                          f'{backups[0]}; move that folder\'s "{BACKUP}" to {path} to get it back', stacklevel=3)
+        return None
+    if not backups:
+        return None
+    try:
+        with _lock(path):
+            backups = _backups(path)
+            if path.exists() or path.is_symlink() or not backups:
+                return None
+            _rename(backups[0] / BACKUP, path)
+            _remove(backups[0])
+    except ArtifactBusyError:  # a build is swapping it right now
+        return None
+    except OSError as ex:
+        raise resource_error(ex, path, f'restore the previous artifact from {backups[0].name} to') from None
+    warnings.warn(f'{path} was missing after an interrupted rebuild; the previous artifact was restored from its '
+                  f'backup {backups[0].name}', stacklevel=3)
+    return backups[0]
 
 
 def clean_stale(path: Union[str, Path]) -> int:
     """Remove the temporaries that killed builds of ``path`` left beside it (skipped while a build runs).
 
-    Returns how many were removed.
+    First restores a backup when ``path`` is missing (:func:`recover`); a backup is removed only once ``path``
+    holds a finished artifact again. Takes the lock (a write) only when there is something to remove. Returns how
+    many were removed.
     """
     path = Path(path)
     if not path.parent.is_dir():
         return 0
+    recover(path)
+    if not stale_temporaries(path):
+        return 0
     try:
         with _lock(path):
-            stale = stale_temporaries(path)
-            for item in stale:
-                _remove(item)
-            return len(stale)
+            return _remove_stale(path)
     except ArtifactBusyError:  # being built right now: its temporary is not stale
         return 0
+
+
+def _remove_stale(path: Path) -> int:
+    """Remove leftovers (the lock held); backups only when ``path`` holds a finished artifact."""
+    finished = not path.is_symlink() and read_meta(path) is not None
+    removed = 0
+    for item in stale_temporaries(path):
+        if item.name.endswith('.old') and (item / BACKUP).exists() and not finished:
+            continue  # possibly the only complete copy
+        _remove(item)
+        removed += 1
+    return removed
 
 
 def glob_escape(text: str) -> str:
@@ -136,13 +298,81 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
+def _rename(source: Path, target: Path) -> None:
+    os.replace(source, target)
+
+
+def _step(name: str) -> None:
+    """A point between two steps of a swap (tests interrupt the swap here; see ``SWAP_STEPS``)."""
+
+
+#: The points of :func:`_swap` at which an interruption leaves a state worth testing.
+SWAP_STEPS = ('start', 'exchanged', 'backup-folder-made', 'old-moved-aside', 'new-moved-in', 'old-marked-deleted')
+BACKUP = 'artifact'
+USE_EXCHANGE = True  # renameat2(RENAME_EXCHANGE) when the kernel and file system offer it (tests switch it off)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two paths atomically (Linux ``renameat2`` with ``RENAME_EXCHANGE``); ``False`` when not supported."""
+    if not USE_EXCHANGE or not sys.platform.startswith('linux'):
+        return False
+    import ctypes
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return False
+    if renameat2(-100, os.fsencode(a), -100, os.fsencode(b), 2) == 0:  # AT_FDCWD, RENAME_EXCHANGE
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
+def _discard(folder: Path, path: Path) -> None:
+    """Remove a replaced artifact: renamed to ``.<name>.<8 chars>.del`` first (one atomic step), so a half-removed
+    folder is never taken for a backup."""
+    import secrets
+    trash = path.parent / f'.{path.name}.{secrets.token_hex(4)}.del'
+    _rename(folder, trash)
+    _step('old-marked-deleted')
+    _remove(trash)
+
+
+def _swap(tmp: Path, path: Path) -> None:
+    """Put the finished ``tmp`` at ``path``, replacing what is there; recoverable at every instant.
+
+    With an atomic exchange ``path`` always holds the old or the new artifact. Otherwise the old one is moved into
+    a backup folder (``.<name>.<8 chars>.old/artifact``) before the new one moves in; an interruption in between
+    leaves ``path`` missing, and the next build or open of ``path`` moves the backup back (:func:`recover`).
+    """
+    _step('start')
+    if _exchange(tmp, path):
+        _step('exchanged')  # path: the new artifact; tmp: the old one
+        _discard(tmp, path)
+        return
+    old = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', suffix='.old', dir=path.parent))
+    _step('backup-folder-made')
+    _rename(path, old / BACKUP)
+    try:
+        _step('old-moved-aside')  # path missing: only the backup holds the old artifact
+        _rename(tmp, path)
+    except BaseException:  # Ctrl-C or a failed rename: put the old one back at once (a kill leaves it to recover)
+        if not path.exists() and (old / BACKUP).exists():
+            _rename(old / BACKUP, path)
+        raise
+    _step('new-moved-in')
+    _discard(old, path)
+
+
 @contextlib.contextmanager
 def building(path: Union[str, Path], kind: Tuple[str, str], *, overwrite: bool = False) -> Iterator[Path]:
     """Build a folder artifact beside ``path`` and swap it in when the block completes.
 
-    Yields the temporary folder to write into (it must end up with a ``pt_meta.json``). Stale temporaries of
-    ``path`` from killed builds are removed first. On an exception the temporary is removed and ``path`` is
-    unchanged.
+    Yields the temporary folder to write into (it must end up with a ``pt_meta.json``). An interrupted swap of
+    ``path`` is undone first (:func:`recover`), then stale temporaries of ``path`` from killed builds are removed.
+    On an exception the temporary is removed and ``path`` is unchanged. Errors of the file system (disk full, no
+    permission, read-only) name the path, the cause and the fix (:func:`resource_error`).
 
     Raises:
         FileExistsError: ``path`` holds an artifact of this kind and ``overwrite`` is false.
@@ -150,28 +380,33 @@ def building(path: Union[str, Path], kind: Tuple[str, str], *, overwrite: bool =
         RuntimeError: another process is building the same path.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace = check_target(path, kind, overwrite=overwrite)
-    with _lock(path):
-        for stale in stale_temporaries(path):
-            _remove(stale)
-        tmp = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent))
-        try:
-            yield tmp
-            if read_meta(tmp) is None:
-                raise RuntimeError(f'internal error: the build of {path} wrote no pt_meta.json')
-            _no_escaping_links(tmp)
-            os.chmod(tmp, 0o755)
-            if replace and path.exists():
-                old = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', suffix='.old', dir=path.parent))
-                os.replace(path, old / 'artifact')  # the old one stays whole until the new one is in place
-                os.replace(tmp, path)
-                _remove(old)
-            else:
-                os.replace(tmp, path)
-        finally:
-            if tmp.exists():
-                _remove(tmp)
+    with resource_errors(path, 'build'):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        recover(path)
+        replace = check_target(path, kind, overwrite=overwrite)
+        with _lock(path):
+            _remove_stale(path)
+            tmp = Path(tempfile.mkdtemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent))
+            try:
+                try:
+                    yield tmp
+                except Exception as ex:
+                    if not isinstance(ex, OSError) and disk_full(path.parent):  # native code (PISA) has no errno
+                        raise ResourceError(errno.ENOSPC, f'cannot build {path}: no space left on device (the build '
+                                            f'failed with {type(ex).__name__}: {str(ex)[:200]}); '
+                                            f'{RESOURCE_FIXES[errno.ENOSPC]}', str(path)) from ex
+                    raise
+                if read_meta(tmp) is None:
+                    raise RuntimeError(f'internal error: the build of {path} wrote no pt_meta.json')
+                _no_escaping_links(tmp)
+                os.chmod(tmp, 0o755)
+                if replace and path.exists():
+                    _swap(tmp, path)
+                else:
+                    _rename(tmp, path)
+            finally:
+                if tmp.exists():
+                    _remove(tmp)
 
 
 def _no_escaping_links(folder: Path) -> None:
@@ -196,7 +431,7 @@ def open_no_follow(path: Union[str, Path], mode: str = 'at'):
         if ex.errno == errno.ELOOP:
             raise ArtifactKindError(f'{path} is a symbolic link; files inside an artifact are never written or read '
                                     'through links (the artifact may have been tampered with)') from None
-        raise
+        raise resource_error(ex, path, 'read' if mode[0] == 'r' else 'write') from None
     return os.fdopen(fd, mode, **({} if 'b' in mode else {'encoding': 'utf8'}))
 
 
@@ -204,20 +439,23 @@ def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> None:
     """Replace one file atomically: a fresh ``O_EXCL`` temporary beside it, fsync, rename (a link is replaced,
     never followed)."""
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
-    try:
-        os.fchmod(fd, 0o644)
-        with os.fdopen(fd, 'wb') as fout:
-            fout.write(data.encode('utf8') if isinstance(data, str) else data)
-            fout.flush()
-            os.fsync(fout.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with resource_errors(path):
+        fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
+        try:
+            try:
+                os.fchmod(fd, 0o644)
+                write_fd(fd, data.encode('utf8') if isinstance(data, str) else data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            raise
 
 
 def write_json(path: Union[str, Path], data: Dict[str, Any]) -> None:
-    """:func:`atomic_write` of a JSON object (sorted keys, indented)."""
-    atomic_write(path, json.dumps(data, indent=1, sort_keys=True))
+    """:func:`atomic_write` of a JSON object (sorted keys, indented). Strict JSON only: NaN and infinities are
+    refused (other tools reject them), so a writer stores ``None`` for an undefined number."""
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True, allow_nan=False))

@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order, slide
-from ._garen import by_last_placement, check_window, window_loop
+from ._garen import by_last_placement, window_loop
 from ._params import check_positive
 
 __all__ = ['SlidingWindowReranker', 'SlideGAR', 'RGS', 'DocGAREN']
@@ -52,11 +52,8 @@ class SlidingWindowReranker(WindowSearch):
         self.budget = budget
         self.final_order = final_order
         self.verbose = verbose
+        self._check_sizes()
         resolve_final_order(final_order, reranker)  # checks the value
-        check_positive(window=window, stride=stride, budget=budget)
-        if stride > window:
-            raise ValueError(f'stride ({stride}) must not exceed window ({window}), or documents between windows '
-                             'would never be re-ranked')
 
     def _search(self, state):
         ranking = state.r0[:self.budget]
@@ -82,6 +79,8 @@ class SlideGAR(WindowSearch):
     1-based step in which the document first entered a window.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, window: int = 20, keep: int = 10, budget: int = 100,
                  final_order: str = 'auto', verbose: bool = False):
         """
@@ -105,11 +104,8 @@ class SlideGAR(WindowSearch):
         self.budget = budget
         self.final_order = final_order
         self.verbose = verbose
-        check_window(window, keep, budget)
+        self._check_sizes()
         resolve_final_order(final_order, reranker)  # checks the value
-
-    def _graph(self):
-        return self.graph
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -156,6 +152,8 @@ class RGS(WindowSearch):
     for documents found by the ``k``-th expansion that found unseen neighbours.
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, *, budget: int = 100, queue_size: Optional[int] = None,
                  window: int = 20, stride: int = 10, seed_size: Optional[int] = None, final_order: str = 'auto',
                  verbose: bool = False):
@@ -182,7 +180,8 @@ class RGS(WindowSearch):
         self.seed_size = seed_size
         self.final_order = final_order
         self.verbose = verbose
-        check_positive(budget=budget, window=window, stride=stride, queue_size=self.L, seed_size=self.seeds)
+        self._check_sizes()
+        check_positive(queue_size=self.L, seed_size=self.seeds)
         resolve_final_order(final_order, reranker)  # checks the value
 
     @property
@@ -194,9 +193,6 @@ class RGS(WindowSearch):
     def seeds(self) -> int:
         """Seed documents in use: ``seed_size``, by default ``max(1, budget // 5)``, at most ``budget``."""
         return min(self.seed_size if self.seed_size is not None else max(1, self.budget // 5), self.budget)
-
-    def _graph(self):
-        return self.graph
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -242,6 +238,8 @@ class DocGAREN(WindowSearch):
     ``last_trace`` are as in GAREN (``groups_scored`` counts the documents the navigator scored).
     """
 
+    graph_param = 'graph'
+
     def __init__(self, reranker: pt.Transformer, graph: Any, navigator: pt.Transformer, *, window: int = 20,
                  keep: int = 10, budget: int = 100, final_order: str = 'auto', trace: bool = False,
                  verbose: bool = False):
@@ -269,11 +267,8 @@ class DocGAREN(WindowSearch):
         self.final_order = final_order
         self.trace = trace
         self.verbose = verbose
-        check_window(window, keep, budget)
+        self._check_sizes()
         resolve_final_order(final_order, reranker)  # checks the value
-
-    def _graph(self):
-        return self.graph
 
     def _search(self, state: QueryState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)

@@ -5,23 +5,22 @@ from __future__ import annotations
 import inspect
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 import pyterrier as pt
 
+from . import _registry
+from ._params import check_int, check_number
+
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
 
-SYSTEMS = ['BM25', 'Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
-           'GAREN-vote', 'GAREN-doc', 'GAREN+']
-#: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
-#: collections with the strength sweep; every variant tried is in docs/results.md).
-GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1}
-NAVIGATORS = ('centroid', 'summary', 'vote')
-_NAVIGATOR_TEXT = {'centroid': 'query vs. group centroid (CentroidNavigator)',
-                   'summary': "query vs. the summary's vector (SummaryNavigator)",
-                   'vote': 'connectivity votes (VoteNavigator)'}
+#: Names of the systems :func:`compare` runs, in its table's order (declared in ``_registry.py``; a live list).
+SYSTEMS = _registry.SYSTEM_NAMES
+GAREN_PLUS = _registry.GAREN_PLUS
+#: Names of GAREN's navigators (declared in ``_registry.py``; a live list).
+NAVIGATORS = _registry.NAVIGATOR_NAMES
 FIRST_STAGE = 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000'
 
 
@@ -45,21 +44,18 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
     Raises:
         ValueError: for an unknown navigator name.
     """
-    from . import CentroidNavigator, SummaryNavigator, VectorScorer, VoteNavigator, minilm_encoder
-    if navigator not in NAVIGATORS:
-        raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
+    from . import VectorScorer, minilm_encoder
+    spec = _registry.navigator(navigator)
     encoder = minilm_encoder()
     reranker = VectorScorer(prepared.vectors, encoder)
-    nav = {'centroid': lambda: CentroidNavigator(prepared.groups, prepared.vectors, encoder),
-           'summary': lambda: SummaryNavigator(prepared.groups, encoder),
-           'vote': VoteNavigator}[navigator]()
+    nav = spec.factory(prepared.groups, prepared, encoder)
     return reranker, nav
 
 
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
-                  systems=SYSTEMS, fusion: float = 0.0, final_order: Optional[str] = None,
-                  verbose: bool = False) -> Dict[str, pt.Transformer]:
+                  systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
+                  final_order: Optional[str] = None, verbose: bool = False) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -80,47 +76,24 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
     """
-    from . import GAREN, RGS, DocGAREN, FirstStageFusion, SlideGAR, SlidingWindowReranker, VoteNavigator
-    from ._params import check_nonnegative
-    from ._gar import GAR
+    systems = list(SYSTEMS if systems is None else systems)
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
-    if not isinstance(budget, int) or budget < 1:
-        raise ValueError(f'budget must be a positive integer (documents reranked per query), got {budget!r}')
+    check_int('budget', budget, low=1, note='documents reranked per query')
     window = _window()
     if budget < window:
         warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
                       f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
-    groups = prepared.groups
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
-
-    check_nonnegative(fusion=fusion)
-    opts = {'final_order': final_order} if final_order is not None else {}  # for every window search
-    plus = {**GAREN_PLUS, 'fusion': 0.0} if fusion else GAREN_PLUS  # the shared fusion stage replaces its own
-
-    def garen(**kwargs):
-        return GAREN(reranker, groups, kwargs.pop('navigator', navigator), budget=budget, verbose=verbose,
-                     **{**opts, **kwargs})
-
-    factories = {
-        'BM25': lambda: bm25 % budget,
-        'Rerank': lambda: bm25 >> SlidingWindowReranker(reranker, budget=budget, verbose=verbose, **opts),
-        'GAR': lambda: bm25 >> GAR(reranker, groups, num_results=budget, batch_size=16, verbose=verbose),
-        'SlideGAR': lambda: bm25 >> SlideGAR(reranker, groups, budget=budget, verbose=verbose, **opts),
-        'RGS': lambda: bm25 >> RGS(reranker, groups, budget=budget, verbose=verbose, **opts),
-        'GAREN': lambda: bm25 >> garen(),
-        'GAREN-explore': lambda: bm25 >> garen(strategy='explore'),
-        'GAREN-exploit': lambda: bm25 >> garen(strategy='exploit'),
-        'GAREN-noprop': lambda: bm25 >> garen(propagate=False),
-        'GAREN-vote': lambda: bm25 >> garen(navigator=VoteNavigator()),
-        'GAREN-doc': lambda: bm25 >> DocGAREN(reranker, groups, doc_navigator or reranker, budget=budget,
-                                              verbose=verbose, **opts),
-        'GAREN+': lambda: bm25 >> garen(**plus),
-    }
-    pipelines = {name: factories[name]() for name in systems}
-    if fusion:
+    check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
+    components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
+                                      navigator=navigator, budget=budget, doc_navigator=doc_navigator,
+                                      verbose=verbose, final_order=final_order, fusion=fusion)
+    pipelines = {name: _registry.system(name).factory(components) for name in systems}
+    if fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
+        from . import FirstStageFusion
         pipelines = {name: pipe >> FirstStageFusion(bm25, fusion) for name, pipe in pipelines.items()}
     return pipelines
 
@@ -164,7 +137,7 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
-            num_queries: Optional[int] = None, navigator: str = 'centroid', systems=SYSTEMS,
+            num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
             verbose: bool = False) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
@@ -204,10 +177,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         label = 'SYNTHETIC (generated in seconds; shows that everything runs, not a benchmark)'
     elif isinstance(dataset, (str, Path)):
         dataset = load_dataset(str(dataset))
-    if navigator not in NAVIGATORS:
-        raise ValueError(f'navigator must be one of {NAVIGATORS}, got {navigator!r}')
-    if num_queries is not None and num_queries < 1:
-        raise ValueError(f'num_queries must be a positive integer (or None for all queries), got {num_queries!r}')
+    _registry.navigator(navigator)  # an unknown name fails before anything is built
+    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
     prepared = prepare(dataset, workdir, verbose=verbose)
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     reranker, nav = cpu_components(prepared, navigator=navigator)
@@ -217,7 +188,9 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
-    topics = dataset.get_topics()
+    from ._frames import check_one_query_per_qid, clean_queries
+    topics = clean_queries(dataset.get_topics(), dataset)  # repaired at the boundary: PISA fails on a NUL
+    check_one_query_per_qid(topics, dataset)
     total_queries = len(topics)
     if num_queries:
         topics = topics.head(num_queries)
@@ -250,7 +223,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'final_order': final_order,
         'first_stage': FIRST_STAGE,
         'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
-        'navigator': _NAVIGATOR_TEXT[navigator],
+        'navigator': _registry.navigator(navigator).text,
         'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,

@@ -19,10 +19,11 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import first_stage, neighbour_lookup, ranking_frame
-from ._params import Rebuildable
+from ._params import Rebuildable, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
-           'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail']
+           'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail',
+           'check_window']
 
 RERANK = 'rerank'
 NAVIGATE = 'navigate'
@@ -98,7 +99,9 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
         **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
-    out = model(frame)
+    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
+    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
+    out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
     if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
     raw = pd.to_numeric(out['score'], errors='coerce')
@@ -106,8 +109,6 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if not_numeric.any():
         raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
                          f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
-    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
-    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     returned = pd.Series(raw.to_numpy(dtype=float),
                          index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
     returned = returned[~returned.index.duplicated()]
@@ -283,9 +284,6 @@ class QueryState:
     observed: Dict[str, int] = field(default_factory=dict)  # docno -> 1-based step it was first sent to the reranker
     last: Dict[str, Tuple[int, int]] = field(default_factory=dict)  # docno -> (iteration, position) last re-ranked
     cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
-    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
-    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
-    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
     scores: Dict[str, float] = field(default_factory=dict)  # docno -> the reranker's last score of it
     reranks: int = 0  # reranker requests so far
 
@@ -346,12 +344,23 @@ class _Recorder:
                 steps.append(dict(payload))
 
 
+def check_window(window: int, keep: int, budget: int) -> None:
+    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
+    check_positive(window=window, keep=keep, budget=budget)
+    if keep >= window:
+        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
+                         f'enter the window; e.g. keep={window // 2}')
+
+
 class WindowSearch(Rebuildable, pt.Transformer):
     """Base of every windowed search: one coroutine per query, all queries batched, a ranking frame out.
 
-    A subclass stores its ``reranker`` (and ``navigator`` when it has one), ``verbose`` and ``trace``, and defines
-    :meth:`_search`, the per-query search over a :class:`QueryState`. ``columns`` names the integer columns
-    :meth:`_columns` adds to the output (``iteration`` by default).
+    A subclass stores every ``__init__`` argument under its own name (its ``reranker``, its ``navigator`` when it
+    has one, ``verbose``, ``trace``), calls :meth:`_check_sizes` at the end of ``__init__`` and defines
+    :meth:`_search`, the per-query search over a :class:`QueryState` (or the subclass ``state_class`` names).
+    ``graph_param`` names the argument holding the graph whose ``neighbours`` the search follows (``None``: it
+    follows none). ``columns`` names the integer columns :meth:`_columns` adds to the output (``iteration`` by
+    default).
 
     After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
     reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
@@ -362,6 +371,8 @@ class WindowSearch(Rebuildable, pt.Transformer):
     verbose: bool = False
     trace: bool = False
     columns: Tuple[str, ...] = ('iteration',)
+    graph_param: Optional[str] = None
+    state_class: type = QueryState
     final_order: str = 'paper'
 
     def _final(self, state: QueryState, order: Sequence[str], head: int, *, kept_list: bool = False) -> List[str]:
@@ -377,7 +388,21 @@ class WindowSearch(Rebuildable, pt.Transformer):
 
     def _graph(self) -> Any:
         """The graph whose ``neighbours`` the search follows (None if it follows none)."""
-        return None
+        return getattr(self, self.graph_param) if self.graph_param else None
+
+    def _check_sizes(self) -> None:
+        """Validate the sizes every windowed search shares, whichever of them it has.
+
+        ``window``, ``keep``, ``stride`` and ``budget`` are positive integers; ``keep < window`` (or no new document
+        could enter a window) and ``stride <= window`` (or documents between two windows would never be re-ranked).
+        """
+        sizes = {name: getattr(self, name) for name in ('window', 'keep', 'stride', 'budget') if hasattr(self, name)}
+        if 'keep' in sizes:
+            check_window(sizes['window'], sizes['keep'], sizes['budget'])
+        check_positive(**sizes)
+        if 'stride' in sizes and sizes['stride'] > sizes['window']:
+            raise ValueError(f"stride ({sizes['stride']}) must not exceed window ({sizes['window']}), or documents "
+                             'between windows would never be re-ranked')
 
     def _search(self, state: QueryState) -> Search:
         """Yield requests and return the final ranking of the observed documents of one query."""
@@ -399,7 +424,7 @@ class WindowSearch(Rebuildable, pt.Transformer):
         graph = self._graph()
         warn_budget_covers_collection(getattr(self, 'budget', None), graph, context=type(self).__name__)
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
-        states = {(qid, query): QueryState(r0, neighbours) for qid, query, r0 in queries}
+        states = {(qid, query): self.state_class(r0, neighbours) for qid, query, r0 in queries}
         recorder = _Recorder(self.trace)
         rankings = run_batched({key: self._search(state) for key, state in states.items()}, self._handlers(),
                                observer=recorder, desc=type(self).__name__, verbose=self.verbose)

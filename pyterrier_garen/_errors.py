@@ -44,7 +44,9 @@ def is_network_error(ex: BaseException) -> bool:
 
 def user_message(ex: BaseException) -> Optional[str]:
     """The one-line message for a user error, ``None`` for an exception that is a bug."""
-    from ._atomic import ArtifactBusyError
+    from ._atomic import ArtifactBusyError, ResourceError
+    if isinstance(ex, ResourceError):  # names the path, the cause and the fix already (_atomic.resource_error)
+        return one_line(str(ex))
     if is_network_error(ex):
         return one_line(f'cannot reach the network to download data ({type(ex).__name__}: {str(ex)[:160]}); '
                         'download the dataset first on a connected machine (its files go to ~/.ir_datasets) or pass '
@@ -87,11 +89,32 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
     try:
         (call or args.func)(args)
     except KeyboardInterrupt:
-        sys.stderr.write(f'\n{INTERRUPTED}\n')
+        end_progress_bars()
+        sys.stderr.write(f'\n{INTERRUPTED}\n')  # after the terminal's ^C
         sys.exit(130)
     except Exception as ex:  # noqa: BLE001 - the one place where exceptions become messages
         message = user_message(ex)
         if message is None:
+            end_progress_bars()
             raise
+        end_progress_bars()
         sys.stderr.write(f'error: {message}\n')
         sys.exit(2)
+
+
+def end_progress_bars() -> None:
+    """Close the progress bars a failed command left open, so that what follows starts on a line of its own (a
+    bar's last refresh ends without a newline)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return
+    bars = list(getattr(tqdm, '_instances', ()))
+    for bar in bars:
+        try:
+            bar.leave = True  # closing then ends the bar's line (a bar that clears itself would leave the cursor)
+            bar.close()
+        except Exception:  # noqa: BLE001, S110 - a broken bar must not hide the error itself
+            pass
+    sys.stdout.flush()
+    sys.stderr.flush()

@@ -1,6 +1,7 @@
 """Result-frame plumbing shared by every search: reading the first stage, writing rankings, graph look-ups."""
 from __future__ import annotations
 
+import re
 import warnings
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -8,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ['RESULT_COLUMNS', 'first_stage', 'ranking_frame', 'neighbour_lookup']
+__all__ = ['RESULT_COLUMNS', 'first_stage', 'ranking_frame', 'neighbour_lookup', 'clean_queries',
+           'check_one_query_per_qid']
 
 RESULT_COLUMNS = ['qid', 'query', 'docno', 'score', 'rank']
 
@@ -25,6 +27,7 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
             where = '' if column == 'qid' else f' (qids {sorted({str(q) for q in inp.qid[empty]})[:5]})'
             raise ValueError(f'{context!r}: {int(empty.sum())} first-stage rows have no {column} (None/NaN){where}; '
                              f'every row needs its {column}')
+    check_one_query_per_qid(inp, context)
     order = [c for c in ('rank', 'score') if c in inp.columns][:1]
     frame = inp.sort_values(order, ascending='rank' in order, kind='stable') if order else inp
     frame = frame.assign(docno=frame['docno'].astype(str))
@@ -34,6 +37,44 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
                       f'per query)', stacklevel=3)
         frame = frame[~duplicated]
     return [(qid, group['query'].iloc[0], group['docno'].tolist()) for qid, group in frame.groupby('qid', sort=False)]
+
+
+def check_one_query_per_qid(frame: pd.DataFrame, context: Any = None) -> None:
+    """Refuse rows where one qid carries two different query texts (they would be searched as one query)."""
+    if frame.empty:
+        return
+    counts = frame.groupby('qid', sort=False)['query'].nunique()
+    clashing = counts[counts > 1]
+    if len(clashing):
+        qid = clashing.index[0]
+        texts = list(dict.fromkeys(frame.loc[frame.qid == qid, 'query']))[:2]
+        raise ValueError(f'{context!r}: qid {qid!r} carries {int(clashing.iloc[0])} different queries (e.g. '
+                         f'{texts[0]!r} and {texts[1]!r}; {len(clashing)} qids like this); each qid must name one '
+                         'query: give the queries distinct qids')
+
+
+#: control characters (and NUL) that no search engine should see in a query; tabs and newlines included
+_CONTROL = re.compile('[\x00-\x1f\x7f-\x9f]')
+
+
+def clean_queries(topics: pd.DataFrame, source: Any = 'the topics') -> pd.DataFrame:
+    """Topics with control characters (NUL, tabs, newlines, ...) in ``query`` replaced by spaces, counted in one
+    warning naming the qids (PISA fails from inside on a NUL); a query left empty is an error naming its qid."""
+    if 'query' not in topics.columns or topics.empty:
+        return topics
+    queries = topics['query'].astype(str)
+    dirty = queries.str.contains(_CONTROL).to_numpy()
+    if not dirty.any():
+        return topics
+    cleaned = queries.str.replace(_CONTROL, ' ', regex=True).str.split().str.join(' ')
+    qids = [str(q) for q in topics.qid[dirty]]
+    empty = [str(q) for q, text in zip(topics.qid, cleaned) if not text]
+    if empty:
+        raise ValueError(f'{source}: the queries of qids {empty[:5]} hold nothing but control characters; give them '
+                         'query text')
+    warnings.warn(f'{source}: {int(dirty.sum())} queries held control characters (NUL, tab, newline, ...), replaced '
+                  f'by spaces before searching (qids {qids[:5]})', stacklevel=2)
+    return topics.assign(query=cleaned.to_numpy())
 
 
 def ranking_frame(rankings: List[Tuple[Any, str, List[str], Dict[str, Sequence]]],

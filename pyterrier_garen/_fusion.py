@@ -12,7 +12,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._garen import FUSION_K, fuse_first_stage
-from ._params import check_nonnegative, check_positive
+from ._params import Rebuildable, check_nonnegative, check_positive
 
 __all__ = ['FirstStageFusion']
 
@@ -25,7 +25,7 @@ def _ranked(frame: pd.DataFrame) -> Dict[str, List[str]]:
     return {str(qid): group['docno'].astype(str).tolist() for qid, group in frame.groupby('qid', sort=False)}
 
 
-class FirstStageFusion(pt.Transformer):
+class FirstStageFusion(Rebuildable, pt.Transformer):
     """Weighted reciprocal-rank fusion of a ranking with the first-stage ranking ``R_0`` (beyond the paper).
 
     For each document ``d`` of the input ranking, at 1-based position ``i`` there and 1-based rank ``r`` in ``R_0``:
@@ -57,11 +57,6 @@ class FirstStageFusion(pt.Transformer):
         self.first_stage = first_stage
         self.weight = weight
         self.k = k
-
-    def __repr__(self) -> str:
-        source = (f'<result frame of {len(self.first_stage)} rows>' if isinstance(self.first_stage, pd.DataFrame)
-                  else repr(self.first_stage))
-        return f'FirstStageFusion({source}, weight={self.weight!r}, k={self.k!r})'
 
     def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
         if isinstance(self.first_stage, pd.DataFrame):

@@ -7,12 +7,14 @@ import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
 
+from ._params import Rebuildable
+
 __all__ = ['GAR']
 
 OUTPUT_COLUMNS = ['qid', 'query', 'docno', 'rank', 'score', 'iteration']
 
 
-class GAR(pyterrier_adaptive.GAR):
+class GAR(Rebuildable, pyterrier_adaptive.GAR):
     """Graph-based Adaptive Re-ranking, exactly ``pyterrier_adaptive.GAR``, plus what PyTerrier's inspection needs.
 
     ``pyterrier_adaptive.GAR`` fails on an empty frame, which is how ``pt.Experiment`` finds out what a pipeline
@@ -49,7 +51,3 @@ class GAR(pyterrier_adaptive.GAR):
             return pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno') else float)
                                  for c in OUTPUT_COLUMNS})
         return super().transform(inp)
-
-    def __repr__(self) -> str:
-        return (f'GAR({self.scorer!r}, {self.corpus_graph!r}, num_results={self.num_results}, '
-                f'batch_size={self.batch_size}, backfill={self.backfill}, enabled={self.enabled})')

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import abc
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -15,7 +16,8 @@ import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
-from ._params import check_groups, check_nonnegative, check_positive, check_probability
+from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
+                      check_probability)
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
@@ -271,14 +273,6 @@ def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float,
 # ---------------------------------------------------------------------------------------------------------------------
 # the window loop of Algorithm 1
 
-def check_window(window: int, keep: int, budget: int) -> None:
-    """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
-    check_positive(window=window, keep=keep, budget=budget)
-    if keep >= window:
-        raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
-                         f'enter the window; e.g. keep={window // 2}')
-
-
 def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, budget: int) -> Search:
     """Algorithm 1's window loop for one query; returns the last re-ranked window ``W~_T``.
 
@@ -312,6 +306,14 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the transformer
+
+@dataclass
+class GARENState(QueryState):
+    """A query's :class:`QueryState` plus GAREN's private caches of the groups it has met."""
+    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
+    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
+    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
+
 
 class GAREN(WindowSearch):
     """Group-Aware Adaptive Retrieval for Evidence Navigation (GAREN).
@@ -431,6 +433,7 @@ class GAREN(WindowSearch):
         self.budget = budget
         self.group_budget = group_budget
         self.tau_switch = tau_switch
+        check_choice('strategy', strategy, [s.value for s in Strategy])
         self.strategy = Strategy(strategy)
         self.propagate = propagate
         self.p = p
@@ -444,28 +447,24 @@ class GAREN(WindowSearch):
         self.feedback = feedback
         self.trace = trace
         self.verbose = verbose
-        check_window(window, keep, budget)
+        self._check_sizes()
         check_probability(p=p)
         check_nonnegative(alpha=alpha)
         check_groups(groups, 'GAREN', needs=('group_of', 'group_members', 'summary', 'neighbours'))
-        for name in ('interleave', 'switch_members'):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-                raise ValueError(f'{name} must be a non-negative integer (0 = off), got {value!r}')
-        for name in ('evidence_weight', 'fusion', 'feedback'):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float, np.integer, np.floating)) or not math.isfinite(value) or value < 0:
-                raise ValueError(f'{name} must be a finite number >= 0 (0 = off), got {value!r}')
+        check_int('group_budget', group_budget, low=0, note='K_g, new groups scored per iteration')
+        check_int('tau_switch', tau_switch, low=0, note='the last exploring iteration')
+        check_int('interleave', interleave, low=0, note='0 = off')
+        check_int('switch_members', switch_members, low=0, note='0 = off')
+        check_number('evidence_weight', evidence_weight, low=0, note='0 = off')
+        check_number('fusion', fusion, low=0, note='0 = off')
+        check_number('feedback', feedback, low=0, note='0 = off')
         resolve_final_order(final_order, reranker)  # checks the value
-        if member_order not in MEMBER_ORDERS:
-            raise ValueError(f'member_order must be one of {MEMBER_ORDERS}, got {member_order!r}')
-        if isinstance(group_budget, bool) or not isinstance(group_budget, (int, np.integer)) or group_budget < 0:
-            raise ValueError(f'group_budget (K_g) must be a non-negative integer, got {group_budget!r}')
+        check_choice('member_order', member_order, MEMBER_ORDERS)
+        check_bool(propagate=propagate, trace=trace)
 
     columns = ('iteration', 'group')
-
-    def _graph(self):
-        return self.groups
+    graph_param = 'groups'
+    state_class = GARENState
 
     def _explores(self, t: int) -> bool:
         return self.strategy == Strategy.EXPLORE or (self.strategy == Strategy.EXPLORE_EXPLOIT and t <= self.tau_switch)
@@ -478,7 +477,7 @@ class GAREN(WindowSearch):
         finally:
             self._neighbour_groups = {}
 
-    def _search(self, state: QueryState) -> Search:
+    def _search(self, state: GARENState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
         if not reranked:
             return []
@@ -493,7 +492,7 @@ class GAREN(WindowSearch):
                 final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final)
         return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
 
-    def _expand(self, state: QueryState, t: int, window: List[str], n: int) -> Search:
+    def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
         groups = self.groups
         members, best_rank, rank0, observed = state.members, state.best_rank, state.rank0, state.observed

@@ -104,9 +104,10 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         The ``pyterrier_dr.FlexIndex``.
     """
     import pyterrier_dr
-    from ._atomic import building
+    from ._atomic import building, read_meta, recover
+    recover(path)
     index = pyterrier_dr.FlexIndex(str(path), verbose=False)
-    if not index.built():
+    if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
         docs = _nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset)
         if verbose:  # one bar for the step (the encoder's and the indexer's own bars stay off)
             docs = pt.tqdm(docs, desc='encoding documents', unit='doc', total=_corpus_size(dataset))
@@ -119,6 +120,8 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
             else:
                 ((encoder or minilm_encoder()) >> indexer).index(docs)
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
+    from ._checks import check_flex
+    check_flex(path)  # sizes, counts and links, before the vectors are trusted
     if repair_docnos(Path(path) / 'docnos.npids'):
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)  # reopen: the old lookup is cached
     _check_reused(index.docnos(), dataset, path, 'vectors')
@@ -135,13 +138,21 @@ def _check_reused(lookup, dataset, path, what: str) -> None:
 
 
 def _nonempty(docs: Iterator[dict], dataset) -> Iterator[dict]:
-    """``docs`` unchanged, or a ValueError naming the dataset when it yields no document at all."""
+    """``docs`` unchanged, or a ValueError naming the dataset when it yields no document at all, or naming the
+    first docno it yields twice (checked for any corpus iterator, before the document reaches an indexer)."""
     docs = iter(docs)
     first = next(docs, None)
     if first is None:
         raise ValueError(f'{dataset!r} has no documents; check its corpus (docs.jsonl) before indexing')
+    seen = {str(first['docno'])}
     yield first
-    yield from docs
+    for position, doc in enumerate(docs, start=2):
+        docno = str(doc['docno'])
+        if docno in seen:
+            raise ValueError(f'{dataset!r} yields docno {docno!r} twice (again as document {position}); docnos must '
+                             'be unique: remove or rename the duplicate documents')
+        seen.add(docno)
+        yield doc
 
 
 def check_docnos(lookup, docnos: Optional[Sequence[str]] = None) -> None:
@@ -244,7 +255,9 @@ def repair_docnos(path: Union[str, Path]) -> bool:
             return False
         except ValueError:
             docnos = [str(d) for d in lookup.fwd[np.arange(len(lookup))]]
-    write_docnos(docnos, path)
+    from ._atomic import resource_errors
+    with resource_errors(path):
+        write_docnos(docnos, path)
     return True
 
 
@@ -259,17 +272,20 @@ def load_corpus_graph(path: Union[str, Path]):
     ``pyterrier_adaptive.CorpusGraph.load`` fails because it instantiates the abstract class
     (pyterrier_adaptive#7), so the concrete class is found through ``pt.Artifact.load``.
     """
-    from ._atomic import read_meta
+    from ._atomic import recover
+    from ._checks import check_np_topk, read_meta_file
     path = Path(path)
+    recover(path)  # an interrupted rebuild's swap is undone first
     if not path.is_dir():
         raise FileNotFoundError(f'corpus graph folder {str(path)!r} does not exist')
-    meta = read_meta(path)
-    if meta is None:
-        what = 'pt_meta.json is not valid JSON' if (path / 'pt_meta.json').is_file() else 'no pt_meta.json'
-        raise FileNotFoundError(f'{str(path)!r} is not a built artifact ({what}); build a graph with the build-graph '
-                                'command (or bm25_corpus_graph / dense_corpus_graph)')
+    if not (path / 'pt_meta.json').is_file() and not (path / 'pt_meta.json').is_symlink():
+        raise FileNotFoundError(f'{str(path)!r} is not a built artifact (no pt_meta.json); build a graph with the '
+                                'build-graph command (or bm25_corpus_graph / dense_corpus_graph)')
+    meta = read_meta_file(path, fix='the graph is damaged: rebuild it with the build-graph command')
     if meta.get('type') != 'corpus_graph':
         raise ValueError(f'{str(path)!r} holds a {meta.get("type")}.{meta.get("format")} artifact, not a corpus graph')
+    if meta.get('format') in ('np_topk', 'numpy_kmax'):
+        check_np_topk(path)  # sizes, neighbour ids and links, before pyterrier-adaptive trusts them
     return pt.Artifact.load(str(path))
 
 
@@ -289,6 +305,9 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     half_built = Path(index.index_path) / f'corpusgraph_k{k}'
     if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
         shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
+    from ._checks import check_np_topk
+    for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any of them
+        check_np_topk(built.parent)
     with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
         # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
         warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
@@ -323,7 +342,8 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
     """A PISA index of a corpus (title + text), built once and reused."""
     import pyterrier_pisa
 
-    from ._atomic import building
+    from ._atomic import building, recover
+    recover(path)
     index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
     if not index.built():
         docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
@@ -355,6 +375,8 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
     from ._params import check_positive
     check_positive(k=k, batch_size=batch_size)
     path = Path(path)
+    from ._atomic import recover
+    recover(path)
     if (path / 'pt_meta.json').exists():
         graph = load_corpus_graph(path)
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
@@ -369,7 +391,7 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
     if index is None:
         index = bm25_index(dataset, str(path) + '.pisa')
     retriever = index.bm25(k1=k1, b=b, num_results=k + 1)
-    docs: List[dict] = sorted((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)),
+    docs: List[dict] = sorted(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset),
                               key=lambda d: d['docno'])
     # PISA tokenises the query text itself; documents with no indexable term simply get no neighbours
     # (from_retriever then links them to themselves, which group building and GAREN ignore).

@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from ._atomic import building, read_meta
+from ._atomic import building, read_meta, recover, write_array
 from ._graphs import write_docnos
 from ._io import write_json
 
@@ -77,6 +77,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     weights = weights[order]
     params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
               'seed': seed, 'backend': backend if labels is None else 'given'}
+    recover(path)  # an interrupted swap of an earlier rebuild is undone before anything is compared
     existing = read_meta(path) if not path.is_symlink() else None
     if existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE, ARTIFACT_FORMAT) \
             and not overwrite:
@@ -94,6 +95,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
             part.leiden_calls
         stages = {name: round(float(value), 3) for name, value in part.seconds.items()}
+        modularity = float(modularity) if modularity is not None and np.isfinite(modularity) else None  # strict JSON
     else:
         raw = np.asarray(labels)
         if len(raw) != n:
@@ -101,7 +103,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
         _, group_labels = np.unique(raw, return_inverse=True)
         group_labels = group_labels.reshape(-1)[order]
-        unsplittable, modularity, calls, stages = [], float('nan'), 0, {}
+        unsplittable, modularity, calls, stages = [], None, 0, {}  # no Leiden run: no modularity
     num_groups = int(group_labels.max()) + 1 if n else 0
     member_order = np.argsort(group_labels, kind='stable')
     offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
@@ -122,13 +124,13 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     # an existing artifact is replaced only when it is a GroupCorpusGraph and overwrite=True, and only once the new
     # one is complete; stale temporaries of killed builds are removed (see _atomic.building)
     with building(path, (ARTIFACT_TYPE, ARTIFACT_FORMAT), overwrite=overwrite) as tmp:
-        edges.astype(np.uint32).tofile(tmp / 'edges.u32.np')
-        weights.astype(np.float16).tofile(tmp / 'weights.f16.np')
+        write_array(edges.astype(np.uint32), tmp / 'edges.u32.np')
+        write_array(weights.astype(np.float16), tmp / 'weights.f16.np')
         write_docnos(sorted_docnos, tmp / 'docnos.npids')
         meta['docnos_bytes'] = (tmp / 'docnos.npids').stat().st_size  # lets opening spot a truncated lookup
-        group_labels.astype(np.uint32).tofile(tmp / 'group_of.u32.np')
-        offsets.astype(np.uint64).tofile(tmp / 'group_offsets.u64.np')
-        member_order.astype(np.uint32).tofile(tmp / 'group_members.u32.np')
+        write_array(group_labels.astype(np.uint32), tmp / 'group_of.u32.np')
+        write_array(offsets.astype(np.uint64), tmp / 'group_offsets.u64.np')
+        write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
         write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     return path
 

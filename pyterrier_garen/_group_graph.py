@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -11,6 +12,8 @@ import numpy as np
 import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
+from ._atomic import recover, resource_error, resource_errors
+from ._checks import GROUP_FILES, ArtifactError, check_links, read_meta_file
 from ._graphs import lookup_ids
 from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
                              graph_arrays)
@@ -20,17 +23,21 @@ from ._summaries import SUMMARIES, Summarizer, SummaryStore
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
 
 
-
-class ArtifactError(ValueError):
-    """A GroupCorpusGraph folder is incomplete, truncated or inconsistent with its ``pt_meta.json``."""
+def _count(value) -> int:
+    """A count from ``pt_meta.json``: an integer (``True``, ``1.5`` or ``"3"`` are not)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(value)
+    return value
 
 
 class GroupCorpusGraph(CorpusGraph):
     """A corpus graph whose documents are partitioned into small groups, each with an optional summary.
 
     It is a :class:`pyterrier_adaptive.CorpusGraph` (``neighbours(docno)`` works, so
-    ``pyterrier_adaptive.GAR(scorer, groups)`` runs over it) and the factory of GAREN transformers
-    (:meth:`garen`). Files (all raw arrays, JSON and JSONL; no pickle):
+    ``pyterrier_adaptive.GAR(scorer, groups)`` runs over it) and the factory of every search over it, as a
+    ``PisaIndex`` is of its retrievers: :meth:`garen`, :meth:`doc_garen`, :meth:`gar`, :meth:`slidegar` and
+    :meth:`rgs` (sliding-window re-ranking follows no graph, so it has none). Files (all raw arrays, JSON and
+    JSONL; no pickle):
 
     * ``edges.u32.np`` / ``weights.f16.np`` / ``docnos.npids``: pyterrier-adaptive's ``np_topk`` layout, docnos in
       string-sorted order (so the npids lookup round-trips);
@@ -52,26 +59,26 @@ class GroupCorpusGraph(CorpusGraph):
 
     def __init__(self, path: Union[str, Path]):
         super().__init__(path)
+        recover(self.path)  # an interrupted rebuild's swap is undone first (the old artifact is restored)
         meta_path = self.path / 'pt_meta.json'
-        if not meta_path.is_file():
+        if not meta_path.is_file() and not meta_path.is_symlink():
+            if self.path.is_dir() and GROUP_FILES & set(os.listdir(self.path)):
+                raise FileNotFoundError(f'{meta_path} is missing: {str(self.path)!r} holds the files of a '
+                                        'GroupCorpusGraph but not its pt_meta.json, so it is damaged; rebuild it '
+                                        '(build-groups --overwrite, or GroupCorpusGraph.from_corpus_graph(graph, '
+                                        'path, overwrite=True)) or re-download it')
             raise FileNotFoundError(f'{str(self.path)!r} is not a built GroupCorpusGraph (no pt_meta.json); build '
                                     'it with GroupCorpusGraph.from_corpus_graph(graph, path)')
-        if meta_path.is_symlink():
-            raise ArtifactError(f'{meta_path} is a symbolic link; an artifact\'s files must lie inside its folder')
-        try:
-            self.meta: Dict[str, Any] = json.loads(meta_path.read_text(encoding='utf8'))
-        except (ValueError, UnicodeDecodeError) as ex:
-            raise ArtifactError(f'{meta_path} is not valid JSON ({ex}); the artifact is damaged, rebuild or '
-                                're-download it') from None
-        if not isinstance(self.meta, dict):
-            raise ArtifactError(f'{meta_path} is not a JSON object; the artifact is damaged, rebuild or re-download it')
+        self.meta: Dict[str, Any] = read_meta_file(self.path, fix='the artifact is damaged, rebuild or re-download it')
+        if self.meta.get('type') is None and self.meta.get('format') is None:
+            raise ArtifactError(f'{meta_path} names no artifact type and format; the artifact is damaged, rebuild or '
+                                're-download it')
         if (self.meta.get('type'), self.meta.get('format')) != (self.ARTIFACT_TYPE, self.ARTIFACT_FORMAT):
             raise ArtifactError(f'{str(self.path)!r} holds a {self.meta.get("type")}.{self.meta.get("format")} '
                                 'artifact, not corpus_graph.garen_groups; load it with pt.Artifact.load(path)')
         try:
-            self.doc_count = int(self.meta['doc_count'])
-            self.k = int(self.meta['k'])
-            self.num_groups = int(self.meta['num_groups'])
+            self.doc_count, self.k, self.num_groups = (_count(self.meta[key]) for key in ('doc_count', 'k',
+                                                                                        'num_groups'))
         except (KeyError, TypeError, ValueError) as ex:
             raise ArtifactError(f'{meta_path} lacks a valid doc_count, k or num_groups') from ex
         version = self.meta.get('format_version')
@@ -82,6 +89,7 @@ class GroupCorpusGraph(CorpusGraph):
         if min(self.doc_count, self.k, self.num_groups) < 0 or self.num_groups > max(self.doc_count, 0):
             raise ArtifactError(f'{meta_path}: doc_count={self.doc_count}, k={self.k}, num_groups={self.num_groups} '
                                 'do not describe a partition')
+        check_links(self.path, any_link=True)  # no file of a GroupCorpusGraph is ever a link
         expected = {
             'edges.u32.np': self.doc_count * self.k * 4,
             'weights.f16.np': self.doc_count * self.k * 2,
@@ -90,15 +98,16 @@ class GroupCorpusGraph(CorpusGraph):
             'group_members.u32.np': self.doc_count * 4,
             'docnos.npids': self.meta.get('docnos_bytes'),
         }
+        if self.meta.get('summaries') is not None:
+            expected[SUMMARIES] = None
         for name, size in expected.items():
             file = self.path / name
             if not file.is_file():
                 raise ArtifactError(f'{file} is missing; the artifact is incomplete, rebuild or re-download it')
-            if file.is_symlink():
-                raise ArtifactError(f'{file} is a symbolic link; an artifact\'s files must lie inside its folder '
-                                    '(a shared artifact is untrusted input)')
-            if size is not None and file.stat().st_size != size:
-                raise ArtifactError(f'{file} has {file.stat().st_size} bytes, expected {size} for '
+            with resource_errors(file, 'read'):
+                found = file.stat().st_size
+            if size is not None and found != size:
+                raise ArtifactError(f'{file} has {found} bytes, expected {size} for '
                                     f'{self.doc_count} docs, k={self.k}, {self.num_groups} groups (truncated?)')
         _ = self._docnos  # opens the lookup: a truncated or foreign docnos.npids fails here, not mid-search
 
@@ -108,7 +117,8 @@ class GroupCorpusGraph(CorpusGraph):
     # -- arrays (memory-mapped, validated on first use) ---------------------------------------------------------
     def _map(self, name: str, dtype, shape=None) -> np.ndarray:
         # a plain ndarray view of the memory map: same pages, without np.memmap's slow per-item __getitem__
-        arr = np.memmap(self.path / name, mode='r', dtype=dtype).view(np.ndarray)
+        with resource_errors(self.path / name, 'read'):
+            arr = np.memmap(self.path / name, mode='r', dtype=dtype).view(np.ndarray)
         return arr.reshape(shape) if shape is not None else arr
 
     @cached_property
@@ -150,6 +160,11 @@ class GroupCorpusGraph(CorpusGraph):
         try:
             lookup = Lookup(self.path / 'docnos.npids')
             count = len(lookup)
+        except OSError as ex:
+            if resource_error(ex, self.path / 'docnos.npids', 'read') is not ex:  # no permission: not damage
+                raise resource_error(ex, self.path / 'docnos.npids', 'read') from None
+            raise ArtifactError(f'{self.path}/docnos.npids cannot be read ({type(ex).__name__}: {ex}); it is truncated '
+                                'or damaged, rebuild or re-download the artifact') from None
         except Exception as ex:  # noqa: BLE001 - npids raises assorted errors on a damaged file
             raise ArtifactError(f'{self.path}/docnos.npids cannot be read ({type(ex).__name__}: {ex}); it is truncated '
                                 'or damaged, rebuild or re-download the artifact') from None
@@ -158,11 +173,14 @@ class GroupCorpusGraph(CorpusGraph):
         return lookup
 
     def _package_files(self):
-        """Files for ``build_package``: refuses any that resolves outside the artifact (a link planted in a shared
-        artifact must not pull other files into a package)."""
-        import os
+        """Files for ``build_package``: the artifact's own files only. Refuses any that resolves outside the
+        artifact (a link planted in a shared artifact must not pull other files into a package); leaves out the
+        temporaries of an interrupted write."""
+        from ._checks import is_temporary
         root = os.path.realpath(self.path)
         for rel, source in super()._package_files():
+            if is_temporary(os.path.basename(rel)):
+                continue
             if isinstance(source, str):
                 real = os.path.realpath(source)
                 if os.path.commonpath([root, real]) != root:
@@ -184,6 +202,10 @@ class GroupCorpusGraph(CorpusGraph):
         from ._graphs import check_docnos
         from ._group_builder import fingerprint
         problems: List[str] = []
+        try:
+            check_links(self.path, any_link=True)
+        except ArtifactError as ex:
+            problems.append(str(ex))
         for check in ('edges_data', 'group_ids', '_group_offsets', '_group_members'):
             try:
                 getattr(self, check)
@@ -393,6 +415,7 @@ class GroupCorpusGraph(CorpusGraph):
         elif hasattr(summarizer, 'build') and not hasattr(summarizer, 'summarize'):
             summarizer = summarizer.build()  # a SummarizerSpec, run in this process
         config = summarizer.config()
+        _remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
         if self.has_summaries and not overwrite:
             if self.meta['summaries'].get('summarizer') == config:
                 return self
@@ -417,7 +440,12 @@ class GroupCorpusGraph(CorpusGraph):
                 progress.update(store.add({**record, 'group': gid, 'provenance': provenance}
                                           for gid, record in records))
             progress.close()
+        if self.meta.get('summaries') is not None:  # replacing: pt_meta.json never describes other records than
+            self.meta['summaries'] = None  # the file holds (the finished partial run stays until the end)
+            write_json(self.path / 'pt_meta.json', self.meta)
+            _step('summaries-unset')
         self.meta['summaries'] = store.finish(config)
+        _step('summaries-written')
         if ray:
             self.meta['summaries']['ray'] = ray.describe()
         write_json(self.path / 'pt_meta.json', self.meta)
@@ -452,6 +480,21 @@ class GroupCorpusGraph(CorpusGraph):
         through; see :class:`pyterrier_garen._gar.GAR`)."""
         from ._gar import GAR
         return GAR(scorer, self, **kwargs)
+
+    def slidegar(self, reranker: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.SlideGAR` transformer over this graph (keyword arguments pass through)."""
+        from ._baselines import SlideGAR
+        return SlideGAR(reranker, self, **kwargs)
+
+    def rgs(self, reranker: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.RGS` transformer over this graph (keyword arguments pass through)."""
+        from ._baselines import RGS
+        return RGS(reranker, self, **kwargs)
+
+    def doc_garen(self, reranker: pt.Transformer, navigator: pt.Transformer, **kwargs) -> pt.Transformer:
+        """A :class:`~pyterrier_garen.DocGAREN` transformer (document-level navigation) over this graph."""
+        from ._baselines import DocGAREN
+        return DocGAREN(reranker, self, navigator, **kwargs)
 
     # -- building (see _group_builder.py) ----------------------------------------------------------------------
     @classmethod
@@ -491,6 +534,28 @@ class GroupCorpusGraph(CorpusGraph):
         one group label per document, taken as the partition instead of running Leiden).
         """
         return cls(build_group_graph(path, docnos, edges, weights, **kwargs))
+
+
+def _step(name: str) -> None:
+    """A point between two writes of :meth:`GroupCorpusGraph.summarize` (tests interrupt it here)."""
+
+
+def _remove_leftovers(path: Path) -> None:
+    """Before summarising: the temporaries that a killed write left inside the artifact, and the partial run of a
+    summarisation whose finish was recorded (writes nothing when there is nothing to remove)."""
+    from ._checks import clean_file_temporaries
+    from ._summaries import PARTIAL, PARTIAL_META
+    with resource_errors(path):
+        clean_file_temporaries(path, ('pt_meta.json', SUMMARIES, PARTIAL, PARTIAL_META))
+        meta = read_meta_file(path)
+        started = path / PARTIAL_META
+        if meta.get('summaries') and started.is_file() and not started.is_symlink():
+            try:
+                run = json.loads(started.read_text(encoding='utf8'))
+            except ValueError:
+                return
+            if isinstance(run, dict) and run.get('summarizer') == meta['summaries'].get('summarizer'):
+                SummaryStore(path, 0).discard_partial()  # killed between the last two steps of a finished run
 
 
 def _summarize_batch(summarizer: Summarizer, batch: List[Dict[str, Any]]) -> List[tuple]:

@@ -6,6 +6,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
+from ._params import Rebuildable, check_int, check_optional_positive, check_positive
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
 from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
 
@@ -82,7 +83,7 @@ def parse_summary(text: Any) -> Tuple[Optional[Dict[str, Any]], Optional[str]]:
             'fingerprints': fingerprints if isinstance(fingerprints, list) else []}, None
 
 
-class LLMSummarizer(Summarizer, UsageStats):
+class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
     """Group summaries written by an LLM, for :meth:`GroupCorpusGraph.summarize`.
 
     The prompt (``prompts/summary.txt``) shows the group's documents and asks for one JSON object with a fingerprint
@@ -114,10 +115,9 @@ class LLMSummarizer(Summarizer, UsageStats):
             batch_size: groups per engine call; None: all groups of a :meth:`summarize` call in one engine call.
             retries: repair rounds for unusable replies before the extractive fallback.
         """
-        if retries < 0:
-            raise ValueError(f'retries must be >= 0; got {retries}')
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        check_int('retries', retries, low=0)
+        check_optional_positive(batch_size=batch_size)
+        check_positive(max_doc_tokens=max_doc_tokens, max_tokens=max_tokens)
         self.engine = engine
         self.max_doc_tokens = max_doc_tokens
         self.max_tokens = max_tokens
@@ -127,10 +127,6 @@ class LLMSummarizer(Summarizer, UsageStats):
         self.repair_template = PromptTemplate('summary_repair')
         self.fallback = ExtractiveSummarizer()
         self.reset_stats()
-
-    def __repr__(self):
-        return (f'LLMSummarizer({self.engine!r}, max_doc_tokens={self.max_doc_tokens}, max_tokens={self.max_tokens}, '
-                f'batch_size={self.batch_size}, retries={self.retries})')
 
     @property
     def prompt_hash(self) -> str:

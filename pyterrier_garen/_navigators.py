@@ -16,7 +16,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
-from ._params import Rebuildable, check_groups, parse_group_ids
+from ._params import Rebuildable, check_groups, check_optional_positive, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
 from ._vectors import VectorComponent, unit
 
@@ -162,8 +162,7 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             max_doc_tokens: most tokens per document; None: as many as the context allows.
             batch_size: rows per engine call; None: all rows in one call.
         """
-        if batch_size is not None and batch_size < 1:
-            raise ValueError(f'batch_size must be None or at least 1; got {batch_size}')
+        check_optional_positive(batch_size=batch_size, max_doc_tokens=max_doc_tokens)
         self.engine = engine
         self.instruction = instruction
         self.text_field = text_field

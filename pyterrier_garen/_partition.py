@@ -1,7 +1,6 @@
 """Graph -> groups: Leiden (modularity) with recursive re-partitioning of large groups (paper §4.1, App. A)."""
 from __future__ import annotations
 
-import math
 
 import random
 import time
@@ -9,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Literal, Tuple
 
 import numpy as np
+
+from ._params import check_int, check_number
 
 __all__ = ['leiden_partition', 'Partition', 'symmetrise']
 
@@ -167,14 +168,10 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
         backend: ``'igraph'`` (``community_leiden``, fast) or ``'leidenalg'`` (the reference implementation).
         verbose: show a progress bar over re-partitioned groups.
     """
-    if isinstance(max_group_size, bool) or not isinstance(max_group_size, (int, np.integer)) or max_group_size < 2:
-        raise ValueError(f'max_group_size must be an integer of at least 2, got {max_group_size!r}')
-    for name, value in (('resolution', resolution), ('randomness', randomness)):
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not math.isfinite(value) or value <= 0:
-            raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f'seed must be an integer, got {seed!r}')
+    check_int('max_group_size', max_group_size, low=2)
+    check_number('resolution', resolution, low=0, low_open=True)
+    check_number('randomness', randomness, low=0, low_open=True)
+    check_int('seed', seed)
     if backend not in ('igraph', 'leidenalg'):
         raise ValueError(f'unknown Leiden backend {backend!r}; use "igraph" (fast default) or "leidenalg" (reference)')
     num_nodes = int(np.asarray(edges).shape[0])

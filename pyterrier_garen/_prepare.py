@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any, Optional, Union
 __all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint']
 
 MANIFEST = 'prepare.json'
+LOCK = '.prepare.lock'
 
 
 def cache_dir() -> Path:
@@ -55,22 +57,59 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str) -> bool:
     Returns whether prepare created the workdir (then it owns every folder at an artifact's name in it).
     """
     manifest = workdir / MANIFEST
-    if manifest.is_file():
+    if manifest.is_file():  # read without a lock (written atomically): a finished workdir may be read-only
+        return _check_manifest(manifest, workdir, fingerprint)
+    import fcntl
+
+    from ._atomic import resource_errors, write_json
+    with resource_errors(workdir, 'prepare'):
         try:
-            stored = json.loads(manifest.read_text(encoding='utf8'))
-        except ValueError:
-            stored = {}
-        if stored.get('collection_sha256') != fingerprint:
-            raise FileExistsError(
-                f'{workdir} holds artifacts prepared for another collection ({stored.get("collection", "?")}, '
-                f'fingerprint {str(stored.get("collection_sha256"))[:12]}; this one is {fingerprint[:12]}); its '
-                'artifacts are not reused: pass another workdir, or delete that one to rebuild there')
-        return bool(stored.get('created'))
-    from ._atomic import write_json
-    created = not workdir.exists() or not any(workdir.iterdir())
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_json(manifest, {'collection': name, 'collection_sha256': fingerprint, 'created': created})
+            workdir.mkdir(parents=True)
+            made = True
+        except FileExistsError:
+            made = False
+        lock = workdir / LOCK
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a prepare started at the same moment records the workdir first
+            if manifest.is_file():
+                return _check_manifest(manifest, workdir, fingerprint)
+            # prepare's own bookkeeping (the lock, a killed write's temporary of prepare.json) is not the user's
+            mine = re.compile(rf'{re.escape(LOCK)}|\.{re.escape(MANIFEST)}\.[a-z0-9_]{{8}}\.tmp')
+            created = made or not [p for p in workdir.iterdir() if not mine.fullmatch(p.name)]
+            write_json(manifest, {'collection': name, 'collection_sha256': fingerprint, 'created': created})
+            lock.unlink()  # safe: from now on every prepare reads the manifest and writes it never again
+        finally:
+            os.close(fd)
     return created
+
+
+def _check_manifest(manifest: Path, workdir: Path, fingerprint: str) -> bool:
+    from ._atomic import resource_errors
+    with resource_errors(manifest, 'read'):
+        text = manifest.read_text(encoding='utf8')
+    try:
+        stored = json.loads(text)
+    except ValueError:
+        stored = {}
+    if not isinstance(stored, dict):
+        stored = {}
+    if stored.get('collection_sha256') != fingerprint:
+        raise FileExistsError(
+            f'{workdir} holds artifacts prepared for another collection ({stored.get("collection", "?")}, '
+            f'fingerprint {str(stored.get("collection_sha256"))[:12]}; this one is {fingerprint[:12]}); its '
+            'artifacts are not reused: pass another workdir, or delete that one to rebuild there')
+    return bool(stored.get('created'))
+
+
+def _check_unique(docnos, dataset) -> None:
+    if len(set(docnos)) != len(docnos):
+        seen: set = set()
+        for position, docno in enumerate(docnos, start=1):
+            if docno in seen:
+                raise ValueError(f'{dataset!r} yields docno {docno!r} twice (again as document {position}); docnos '
+                                 'must be unique: remove or rename the duplicate documents')
+            seen.add(docno)
 
 
 def _fresh(path: Path, owned: bool) -> None:
@@ -124,19 +163,18 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
-    if graph not in ('dense', 'bm25'):
-        raise ValueError(f'graph must be "dense" or "bm25", got {graph!r}')
-    for name, value in (('k', k), ('max_group_size', max_group_size)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f'{name} must be a positive integer, got {value!r}')
+    from ._params import check_choice, check_positive
+    check_choice('graph', graph, ('dense', 'bm25'))
+    check_positive(k=k, max_group_size=max_group_size)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
     fingerprint = collection_fingerprint(dataset)
     if workdir is None:
         workdir = cache_dir() / f'{name}-{fingerprint[:12]}'
     workdir = Path(workdir)
-    owned = _check_workdir(workdir, fingerprint, name)
     docnos = [str(d['docno']) for d in dataset.get_corpus_iter(verbose=False)]
+    _check_unique(docnos, dataset)  # before anything is created or indexed
+    owned = _check_workdir(workdir, fingerprint, name)
     if len(docnos) < 2:
         raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
 

@@ -27,17 +27,13 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 
 import numpy as np
 
+from . import _registry
+
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
 _EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
 
-# short engine names accepted by EngineSpec (resolved inside the actor, so no model library is imported on the driver)
-_ENGINES = {
-    'vllm': 'pyterrier_garen._engines:VLLMEngine',
-    'openai': 'pyterrier_garen._engines:OpenAIEngine',
-    'transformers': 'pyterrier_garen._engines:TransformersEngine',
-}
 _SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
 
 
@@ -56,11 +52,12 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
     """A class or factory from an object, a short engine name or a ``'module:attribute'`` path."""
     if not isinstance(target, str):
         return target
-    path = _ENGINES.get(target, target)
+    # short engine names are declared in _registry.py (resolved inside the actor: no model library on the driver)
+    path = _registry.engine(target).target if target in _registry.engine_names() else target
     module, sep, attr = path.partition(':')
     if not sep:
-        raise ValueError(f'unknown engine {target!r}: use one of {sorted(_ENGINES)}, an Engine class, or a '
-                         '"package.module:Class" path')
+        raise ValueError(f'unknown engine {target!r}: use one of {sorted(_registry.engine_names())}, an Engine '
+                         'class, or a "package.module:Class" path')
     try:
         return getattr(importlib.import_module(module), attr)
     except AttributeError as ex:
@@ -218,10 +215,10 @@ class RayOptions:
     init_kwargs: Dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
-        if int(self.workers) < 1:
-            raise ValueError(f'workers must be at least 1; got {self.workers}')
-        if self.max_retries < 0:
-            raise ValueError(f'max_retries must be >= 0; got {self.max_retries}')
+        from ._params import check_int, check_nonnegative, check_positive
+        check_positive(workers=self.workers)
+        check_int('max_retries', self.max_retries, low=0)
+        check_nonnegative(num_cpus=self.num_cpus, num_gpus=self.num_gpus)
 
     def describe(self) -> Dict[str, Any]:
         """What is recorded in an artifact about the run (no secrets: the address only)."""

@@ -16,7 +16,7 @@ import pyterrier as pt
 
 from ._driver import window_starts
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
-from ._params import Rebuildable
+from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
 from ._vectors import VectorComponent
 
@@ -204,10 +204,10 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
                 ``2048 + 6 * window`` for ``reasoning``.
             verbose: show a progress bar over sliding positions.
         """
-        if prompt not in ('rankllm', 'reasoning'):
-            raise ValueError(f"prompt must be 'rankllm' or 'reasoning'; got {prompt!r}")
-        if window < 1 or not 1 <= stride <= window:
-            raise ValueError(f'need window >= 1 and 1 <= stride <= window; got window={window}, stride={stride}')
+        check_choice('prompt', prompt, ('rankllm', 'reasoning'))
+        check_positive(window=window, stride=stride)
+        check_int('stride', stride, high=window, note='at most window, or documents between windows are skipped')
+        check_optional_positive(max_doc_tokens=max_doc_tokens, max_tokens=max_tokens)
         self.engine = engine
         self.prompt = prompt
         self.window = window

@@ -6,13 +6,14 @@ always gets the same score across runs, processes and batch compositions. Never 
 from __future__ import annotations
 
 import hashlib
-import math
 from statistics import NormalDist
 from typing import Any, Dict, List, Tuple
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
+
+from ._params import Rebuildable, check_choice, check_int, check_number
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise']
 
@@ -46,10 +47,11 @@ def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple
 
 
 def _check_noise(noise: float, seed: int, context: str) -> None:
-    if not isinstance(noise, (int, float, np.integer, np.floating)) or not math.isfinite(noise) or noise < 0:
-        raise ValueError(f'{context}: noise (sigma) must be a finite number >= 0, got {noise!r}')
-    if not isinstance(seed, (int, np.integer)):
-        raise ValueError(f'{context}: seed must be an integer, got {seed!r}')
+    try:
+        check_number('noise (sigma)', noise, low=0)
+        check_int('seed', seed)
+    except ValueError as ex:
+        raise ValueError(f'{context}: {ex}') from None
 
 
 def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
@@ -67,7 +69,7 @@ def _scored(inp: pd.DataFrame, scores: List[float]) -> pd.DataFrame:
     return inp.assign(score=scores, rank=ranks)
 
 
-class SimulatedReranker(pt.Transformer):
+class SimulatedReranker(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT, not a retrieval model: a pointwise scorer of controlled strength that reads the qrels.
 
     ``score(q, d) = label(q, d) + sigma * z(q, d)``, with ``label`` the judged grade (0 when unjudged; negative codes
@@ -97,10 +99,6 @@ class SimulatedReranker(pt.Transformer):
         self.binary = binary
         self._labels = _label_lookup(qrels, binary, 'SimulatedReranker')
 
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return f'SimulatedReranker(<{len(self.qrels)} qrels>, noise={self.noise!r}, seed={self.seed!r}{extra})'
-
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Score every ``(qid, docno)`` row."""
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
@@ -110,7 +108,7 @@ class SimulatedReranker(pt.Transformer):
         return _scored(inp, scores)
 
 
-class SimulatedNavigator(pt.Transformer):
+class SimulatedNavigator(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT, not a retrieval model: a group-level navigator of controlled strength that reads the qrels.
 
     ``score(q, g) = agg(label(q, d) for d in members(g)) + sigma * z(q, g)`` with ``agg`` the ``max`` or ``mean``
@@ -135,8 +133,10 @@ class SimulatedNavigator(pt.Transformer):
             ValueError: on bad qrels, noise or ``aggregate``.
         """
         _check_noise(noise, seed, 'SimulatedNavigator')
-        if aggregate not in ('max', 'mean'):
-            raise ValueError(f"SimulatedNavigator: aggregate must be 'max' or 'mean', got {aggregate!r}")
+        try:
+            check_choice('aggregate', aggregate, ('max', 'mean'))
+        except ValueError as ex:
+            raise ValueError(f'SimulatedNavigator: {ex}') from None
         self.qrels = qrels
         self.groups = groups
         self.noise = noise
@@ -144,11 +144,6 @@ class SimulatedNavigator(pt.Transformer):
         self.aggregate = aggregate
         self.binary = binary
         self._labels = _label_lookup(qrels, binary, 'SimulatedNavigator')
-
-    def __repr__(self):
-        extra = ', binary=True' if self.binary else ''
-        return (f'SimulatedNavigator(<{len(self.qrels)} qrels>, {self.groups!r}, noise={self.noise!r}, '
-                f'seed={self.seed!r}, aggregate={self.aggregate!r}{extra})')
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Score every ``(qid, group id)`` row."""
@@ -163,7 +158,7 @@ class SimulatedNavigator(pt.Transformer):
         return _scored(inp, scores)
 
 
-class ListwiseView(pt.Transformer):
+class ListwiseView(Rebuildable, pt.Transformer):
     """ANALYSIS INSTRUMENT: a reranker seen as a listwise one, whose scores only order the documents of one call.
 
     Each query's rows of a call are ordered by the wrapped reranker's score (ties in input order) and scored
@@ -177,9 +172,6 @@ class ListwiseView(pt.Transformer):
 
     def __init__(self, reranker: pt.Transformer):
         self.reranker = reranker
-
-    def __repr__(self):
-        return f'ListwiseView({self.reranker!r})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         out = self.reranker(inp).reset_index(drop=True)

@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from ._atomic import resource_errors
+from ._params import Rebuildable
 from ._io import atomic_write, open_no_follow, write_json
 
 __all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore']
@@ -59,7 +61,7 @@ def _terms(text: str) -> List[str]:
     return [t for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
-class ExtractiveSummarizer(Summarizer):
+class ExtractiveSummarizer(Rebuildable, Summarizer):
     """A model-free summariser: salient terms of the group plus its most central titles or sentences.
 
     * ``concept``: the ``num_terms_concept`` most salient terms (term frequency in the group, weighted by the
@@ -81,10 +83,6 @@ class ExtractiveSummarizer(Summarizer):
         self.num_terms_concept = num_terms_concept
         self.num_sentences = num_sentences
         self.max_chars = max_chars
-
-    def __repr__(self):
-        return (f'ExtractiveSummarizer(num_terms={self.num_terms}, num_terms_concept={self.num_terms_concept}, '
-                f'num_sentences={self.num_sentences}, max_chars={self.max_chars})')
 
     def config(self) -> Dict[str, Any]:
         params = {'num_terms': self.num_terms, 'num_terms_concept': self.num_terms_concept,
@@ -179,7 +177,8 @@ class SummaryStore:
                                  'overwrite=True (--overwrite) to start the summaries again') from None
             if not isinstance(previous, dict) or previous.get('summarizer') != config:
                 raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
-                                      f'({previous.get("summarizer")}); pass overwrite=True to discard it')
+                                      f'({previous.get("summarizer") if isinstance(previous, dict) else previous}); '
+                                      'pass overwrite=True to discard it')
             self.done = _read_partial(partial, self.num_groups)
         else:
             partial.unlink(missing_ok=True)
@@ -201,7 +200,7 @@ class SummaryStore:
                 self.done[gid] = record
                 new.append(record)
         if new:
-            with open_no_follow(self.partial_file, 'at') as fout:
+            with resource_errors(self.partial_file), open_no_follow(self.partial_file, 'at') as fout:
                 for record in new:
                     fout.write(json.dumps(record) + '\n')
                 fout.flush()
@@ -234,20 +233,47 @@ class SummaryStore:
             ValueError: a line is not a valid record, names an unknown group, or the count differs from ``expected``.
         """
         records: List[Optional[Dict[str, Any]]] = [None] * self.num_groups
-        with self.final_file.open('rt', encoding='utf8') as fin:
-            for lineno, line in enumerate(fin, start=1):
-                try:
-                    record = json.loads(line)
-                    gid = int(record['group'])
-                except (ValueError, KeyError, TypeError) as ex:
-                    raise ValueError(f'{self.final_file} line {lineno} is not a valid summary record') from ex
-                if not 0 <= gid < self.num_groups:
-                    raise ValueError(f'{self.final_file} line {lineno} names unknown group {gid}')
+        first: Dict[int, int] = {}
+        with open_no_follow(self.final_file, 'rb') as fin:  # a link is refused: the artifact's files lie inside it
+            for lineno, raw in enumerate(fin, start=1):
+                record = _check_record(raw, f'{self.final_file} line {lineno}', self.num_groups)
+                gid = record['group']
+                if gid in first:
+                    raise ValueError(f'{self.final_file} line {lineno} repeats group {gid} (first on line '
+                                     f'{first[gid]}); the file is damaged: summarise again with overwrite=True')
+                first[gid] = lineno
                 records[gid] = record
         found = sum(r is not None for r in records)
         if expected is not None and found != expected:
             raise ValueError(f'{self.final_file} holds {found} records, pt_meta.json says {expected}')
         return records
+
+
+def _check_record(raw: bytes, where: str, num_groups: int) -> Dict[str, Any]:
+    """One line of ``summaries.jsonl`` as a record: a JSON object with an integer ``group`` in range and string
+    or null ``concept`` and ``summary`` (strict JSON); a ValueError naming the line otherwise."""
+    fix = 'the file is damaged: summarise again with overwrite=True (--overwrite)'
+    try:
+        record = json.loads(raw.decode('utf8'), parse_constant=_not_json_number)
+    except (ValueError, UnicodeDecodeError):
+        raise ValueError(f'{where} is not a valid summary record (not JSON); {fix}') from None
+    if not isinstance(record, dict):
+        raise ValueError(f'{where} is not a valid summary record (a JSON {type(record).__name__}, not an object); '
+                         f'{fix}')
+    gid = record.get('group')
+    if isinstance(gid, bool) or not isinstance(gid, int):
+        raise ValueError(f'{where} is not a valid summary record ("group" must be an integer, got {gid!r}); {fix}')
+    if not 0 <= gid < num_groups:
+        raise ValueError(f'{where} names unknown group {gid} (group ids run from 0 to {num_groups - 1}); {fix}')
+    for key in ('concept', 'summary'):  # missing or null reads as no text; any other type is not a summary
+        if record.get(key) is not None and not isinstance(record[key], str):
+            raise ValueError(f'{where} is not a valid summary record ("{key}" must be a string, got '
+                             f'{record.get(key)!r}); {fix}')
+    return record
+
+
+def _not_json_number(name: str):
+    raise ValueError(f'{name} is not strict JSON')
 
 
 def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
@@ -269,11 +295,9 @@ def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
         if not raw.strip():
             continue
         try:
-            record = json.loads(raw.decode('utf8'))
-            gid = int(record['group'])
-            if not 0 <= gid < num_groups or isinstance(record['group'], bool):
-                raise ValueError(gid)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            record = _check_record(raw, str(path), num_groups)  # the same rules as the finished file's
+            gid = record['group']
+        except ValueError:
             bad.append(lineno)
             continue
         done.setdefault(gid, record)

@@ -17,24 +17,17 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-__all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'GROUP_SYSTEMS', 'strength_sweep', 'partition_groups', 'sweep_summary',
+from . import _registry
+
+__all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'strength_sweep', 'partition_groups', 'sweep_summary',
            'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file']
 
-#: Systems of a sweep (those of ``build_systems`` that a reranker changes).
-SWEEP_SYSTEMS = ('Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
-                 'GAREN-vote', 'GAREN+')
+#: Systems a sweep runs by default: those declared with ``sweep=True`` in ``_registry.py`` (a live list).
+SWEEP_SYSTEMS = _registry.SWEEP_SYSTEM_NAMES
 #: Columns of the sweep table, one row per system x reranker x noise seed x partition seed x budget.
 SWEEP_COLUMNS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'budget', 'nDCG@10', 'R@100']
 KEYS = SWEEP_COLUMNS[:6]
 MEASURES = ('nDCG@10', 'R@100')
-
-
-def _is_group_system(name: str) -> bool:
-    """Whether a system's output depends on the partition (the GAREN family); the others only use k-NN edges."""
-    return name.startswith('GAREN')
-
-
-GROUP_SYSTEMS = tuple(s for s in SWEEP_SYSTEMS if _is_group_system(s))
 
 
 def partition_groups(prepared, seed: int, *, summaries: bool = False, verbose: bool = False):
@@ -79,7 +72,7 @@ def _evaluate(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str]) -> pd
 
 def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
                    partition_seeds: Sequence[int] = (42, 43), minilm: bool = True,
-                   systems: Sequence[str] = SWEEP_SYSTEMS, budget: int = 100, num_queries: Optional[int] = None,
+                   systems: Optional[Sequence[str]] = None, budget: int = 100, num_queries: Optional[int] = None,
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
                    fusion: float = 0.0, final_order: Optional[str] = None,
@@ -100,7 +93,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         noise_seeds: noise seeds of the simulated reranker.
         partition_seeds: Leiden seeds.
         minilm: also run the MiniLM reranker.
-        systems: names understood by ``build_systems``.
+        systems: registered system names (default :data:`SWEEP_SYSTEMS`); those declared with ``groups=True`` run
+            once per partition, the others once (their row repeated for each partition seed).
         budget: documents reranked per query (when ``budgets`` is not given).
         budgets: several budgets, each run in turn (the table's ``budget`` column tells them apart).
         num_queries: only the first N queries (with judgements).
@@ -120,12 +114,14 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         query's values, for paired tests (:func:`sweep_tests`).
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
-    from . import (GAREN, CentroidNavigator, FirstStageFusion, SummaryNavigator, VectorScorer, VoteNavigator,
-                   minilm_encoder)
+    from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
     from ._compare import build_systems, evaluation_qrels
     from ._driver import warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
+    systems = list(SWEEP_SYSTEMS if systems is None else systems)
+    depends = {name: _registry.system(name).groups for name in systems}  # unknown names fail here, before any run
+    nav_spec = _registry.navigator(navigator)
     dataset = prepared.dataset
     stored = dataset.get_qrels()
     qrels = evaluation_qrels(dataset) if qrels is None else qrels
@@ -141,17 +137,10 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep')
     options = {'final_order': final_order} if final_order is not None else {}
     excluded = (stored.label == -100).any()
-    encoder = minilm_encoder() if (minilm or navigator != 'vote') else None
-    partitions = {int(s): partition_groups(prepared, s, summaries=navigator == 'summary', verbose=verbose)
+    encoder = minilm_encoder() if (minilm or nav_spec.encoder) else None
+    partitions = {int(s): partition_groups(prepared, s, summaries=nav_spec.summaries, verbose=verbose)
                   for s in partition_seeds}
-
-    def make_navigator(groups):
-        if navigator == 'centroid':
-            return CentroidNavigator(groups, prepared.vectors, encoder)
-        if navigator == 'summary':
-            return SummaryNavigator(groups, encoder)
-        return VoteNavigator()
-    navigators = {s: make_navigator(g) for s, g in partitions.items()}
+    navigators = {s: nav_spec.factory(g, prepared, encoder) for s, g in partitions.items()}
     rerankers: List[Tuple[str, float, float, pt.Transformer]] = [
         ('simulated', float(sigma), float(seed), SimulatedReranker(qrels, noise=float(sigma), seed=int(seed)))
         for sigma in sigmas for seed in noise_seeds]
@@ -160,7 +149,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     frames = []
     for b, (kind, sigma, noise_seed, reranker) in ((b, r) for b in budgets for r in rerankers):
         for i, (pseed, groups) in enumerate(partitions.items()):
-            names = [s for s in systems if _is_group_system(s) or i == 0]
+            names = [s for s in systems if depends[s] or i == 0]
             if not names and not variants:
                 continue
             pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
@@ -175,7 +164,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                 if excluded:
                     run = remove_excluded(run, stored)
                 values = _evaluate(run, qrels, qids)
-                seeds = [pseed] if _is_group_system(name) or name in (variants or {}) else list(partitions)
+                seeds = [pseed] if name in (variants or {}) or depends[name] else list(partitions)
                 for seed in seeds:
                     frames.append(values.assign(system=name, reranker=kind, sigma=sigma, noise_seed=noise_seed,
                                                 partition_seed=seed, budget=b))

@@ -43,19 +43,19 @@ class VectorComponent(Rebuildable, pt.Transformer):
     def __init__(self, vectors, encoder=None):
         self.vectors = vectors
         self.encoder = encoder
-        self._encoder = None
+        self._model = None  # the encoder in use, loaded on first use (not `_encoder`: pt.inspect would read that)
         self._query_vectors = None
 
     @property
     def model(self):
         """The encoder in use (``encoder``, else the packaged MiniLM, loaded once)."""
-        if self._encoder is None:
+        if self._model is None:
             if self.encoder is not None:
-                self._encoder = self.encoder
+                self._model = self.encoder
             else:
                 from ._graphs import minilm_encoder
-                self._encoder = minilm_encoder()
-        return self._encoder
+                self._model = minilm_encoder()
+        return self._model
 
     @property
     def _queries(self) -> QueryVectors:

@@ -5,6 +5,7 @@ import codecs
 import hashlib
 import json
 import os
+import re
 import sys
 import warnings
 from functools import cached_property
@@ -14,9 +15,12 @@ from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union
 import pandas as pd
 import pyterrier as pt
 
+from ._params import Rebuildable
+
 __all__ = ['LocalDataset', 'remove_excluded', 'RemoveExcluded', 'data_dir', 'load_dataset']
 
 DATA_ENV = 'GAREN_DATA'
+_CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')  # control characters a query must not carry
 DECLARATION = 'collection.json'
 
 # Collections whose relevance codes are known not to be gains, recognised by the SHA-256 of their qrels.txt (so a
@@ -30,7 +34,10 @@ _KNOWN_BINARY = {
 
 def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:
     """``(line number, text)`` of a UTF-8 text file (a leading BOM dropped), with a clear error on other bytes."""
-    with path.open('rb') as fin:
+    from ._atomic import resource_errors
+    with resource_errors(path, 'read'):
+        fin = path.open('rb')
+    with fin:
         for lineno, raw in enumerate(fin, start=1):
             if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
@@ -182,6 +189,7 @@ class LocalDataset(pt.datasets.Dataset):
         path = self.path / 'queries.tsv'
         rows = []
         seen = set()
+        controls: List[int] = []
         for lineno, line in _read_lines(path):
             if not line.strip():
                 continue
@@ -193,6 +201,9 @@ class LocalDataset(pt.datasets.Dataset):
                                  f'{line[:80]!r}; replace tabs inside the query text by spaces')
             qid = _check_id(parts[0].strip(), 'qid', where)
             query = parts[1].strip()
+            if _CONTROL.search(query):  # NUL and friends: PISA fails from inside on them
+                controls.append(lineno)
+                query = ' '.join(_CONTROL.sub(' ', query).split())
             if not query:
                 raise ValueError(f'{where}: query {qid!r} has no text; remove the line or add the query text')
             if qid in seen:
@@ -201,6 +212,10 @@ class LocalDataset(pt.datasets.Dataset):
             rows.append((qid, query))
         if not rows:
             raise ValueError(f'{path} holds no queries; add lines "qid<TAB>query"')
+        if controls:
+            shown = ', '.join(map(str, controls[:5])) + (', ...' if len(controls) > 5 else '')
+            warnings.warn(f'{path}: {len(controls)} queries held control characters (NUL, ...), replaced by spaces '
+                          f'(line {shown})', stacklevel=3)
         return pd.DataFrame(rows, columns=['qid', 'query'])
 
     def get_topics(self, variant: Optional[str] = None) -> pd.DataFrame:
@@ -386,7 +401,7 @@ def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: i
     return out
 
 
-class RemoveExcluded(pt.Transformer):
+class RemoveExcluded(Rebuildable, pt.Transformer):
     """A transformer applying :func:`remove_excluded` with fixed qrels; put it last in a pipeline.
 
     Example::
@@ -400,9 +415,6 @@ class RemoveExcluded(pt.Transformer):
     def __init__(self, qrels: pd.DataFrame, *, excluded_label: int = -100):
         self.qrels = qrels
         self.excluded_label = excluded_label
-
-    def __repr__(self):
-        return f'RemoveExcluded(<qrels: {len(self.qrels)} rows>, excluded_label={self.excluded_label})'
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.columns(inp, includes=['qid', 'docno', 'score'], context=self)

@@ -13,6 +13,7 @@ from typing import Union
 
 import numpy as np
 
+from ._params import check_int, check_number, check_positive
 from .datasets import LocalDataset
 
 __all__ = ['make_synthetic', 'planted_knn_graph']
@@ -118,9 +119,11 @@ def planted_knn_graph(num_docs: int, *, k: int = 16, topic_size: float = 200., s
         ``(edges, weights, topics, subtopics)``: ``(n, k)`` ``int64`` neighbour ids, ``(n, k)`` ``float32``
         similarities, and the planted topic and subtopic of every document.
     """
-    if num_docs < 2 or k < 1:
-        raise ValueError(f'need num_docs >= 2 and k >= 1, got num_docs={num_docs}, k={k}')
-    if not (0 <= p_subtopic and 0 <= p_topic and p_subtopic + p_topic <= 1):
+    check_int('num_docs', num_docs, low=2)
+    check_positive(k=k)
+    check_number('p_subtopic', p_subtopic, low=0, high=1)
+    check_number('p_topic', p_topic, low=0, high=1)
+    if p_subtopic + p_topic > 1:
         raise ValueError(f'p_subtopic={p_subtopic} and p_topic={p_topic} must be >= 0 and sum to at most 1')
     rng = np.random.default_rng(seed)
 

@@ -105,3 +105,33 @@ def worked_garen(**kwargs):
     reranker, navigator = DictScorer(RERANK), DictScorer(NAVIGATE)
     garen = GAREN(reranker, ToyGroupGraph(ADJACENCY, GROUPS), navigator, **{**WORKED_PARAMS, **kwargs})
     return garen, reranker, navigator
+
+
+def toy_components(budget: int = 40, seed: int = 0):
+    """Components of every registered system over a random toy group graph, and a three-query first stage.
+
+    60 documents in 6 groups of 10, 4 random neighbours each; each query's first stage ranks 30 of them, so the
+    queries share documents (an answer matched by docno only would be caught). The reranker and navigator are
+    query-dependent :class:`HashScorer` s. Returns ``(components, first_stage_frame)``.
+    """
+    import numpy as np
+
+    from pyterrier_garen._registry import Components
+    rng = np.random.default_rng(seed)
+    docs = [f'd{i}' for i in range(60)]
+    graph = ToyGroupGraph({d: list(rng.choice(docs, 4, replace=False)) for d in docs},
+                          {d: i // 10 for i, d in enumerate(docs)})
+    inp = pd.concat([first_stage(list(rng.choice(docs, 30, replace=False)), qid=f'q{i}', query=f'query {i}')
+                     for i in range(3)], ignore_index=True)
+    components = Components(first_stage=pt.Transformer.identity(), reranker=HashScorer(), groups=graph,
+                            navigator=HashScorer('navigator'), budget=budget)
+    return components, inp
+
+
+def assert_batched_equals_per_query(pipeline, inp: pd.DataFrame) -> pd.DataFrame:
+    """``pipeline`` over all queries of ``inp`` at once equals it over each query alone; returns the batched run."""
+    batched = pipeline(inp).reset_index(drop=True)
+    alone = pd.concat([pipeline(inp[inp.qid == qid]) for qid in inp.qid.unique()], ignore_index=True)
+    pd.testing.assert_frame_equal(batched, alone)
+    assert set(batched.qid) == set(inp.qid)
+    return batched

@@ -4,8 +4,10 @@ import inspect
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_graph import DictScorer, HashScorer, ToyGroupGraph, first_stage
+from _toy_graph import (DictScorer, HashScorer, ToyGroupGraph, assert_batched_equals_per_query, first_stage,
+                        toy_components)
 
+from pyterrier_garen import _registry
 from pyterrier_garen._baselines import RGS, DocGAREN, SlideGAR, SlidingWindowReranker
 
 
@@ -164,6 +166,16 @@ def test_batched_budget_empty_and_repr(make):
         assert name == 'self' or hasattr(model, name)
 
 
+@pytest.mark.parametrize('name', _registry.system_names())
+def test_every_registered_system_batched_equals_per_query(name):
+    """Every system of compare's table, built by its registry factory, gives each query the same run in a batch."""
+    components, inp = toy_components()
+    pipeline = _registry.system(name).factory(components)
+    run = assert_batched_equals_per_query(pipeline, inp)
+    assert (run.groupby('qid').size() <= components.budget).all()
+    assert (run.groupby('qid').score.diff().dropna() <= 0).all()
+
+
 def test_invalid_parameters():
     reranker = DictScorer({})
     with pytest.raises(ValueError, match='stride'):
@@ -174,3 +186,10 @@ def test_invalid_parameters():
         DocGAREN(reranker, None, reranker, window=4, keep=4)
     with pytest.raises(ValueError, match='budget'):
         RGS(reranker, None, budget=0)
+    # the checks every windowed search shares (WindowSearch._check_sizes), whichever sizes it has
+    with pytest.raises(ValueError, match=r'stride \(11\) must not exceed window \(10\)'):
+        RGS(reranker, None, window=10, stride=11)
+    with pytest.raises(ValueError, match='window must be a positive integer, got 2.5'):
+        SlidingWindowReranker(reranker, window=2.5, stride=1)
+    with pytest.raises(ValueError, match='keep must be a positive integer, got True'):
+        SlideGAR(reranker, None, keep=True)

@@ -59,5 +59,5 @@ def test_bad_parameters_and_input():
         FirstStageFusion(ranking(['a']), k=0)
     with pytest.raises(ValueError, match='rank or score'):
         FirstStageFusion(ranking(['a']))(pd.DataFrame({'qid': ['q1'], 'docno': ['a']}))
-    assert 'weight=0.1' in repr(FirstStageFusion(ranking(['a'])))
+    assert repr(FirstStageFusion(ranking(['a']), weight=0.3)) == 'FirstStageFusion(<DataFrame of 1 rows>, weight=0.3)'
     assert len(FirstStageFusion(ranking(['a']))(ranking([])[['qid', 'docno', 'score']])) == 0

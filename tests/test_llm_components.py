@@ -206,7 +206,7 @@ def test_missing_columns_are_reported():
         ListwiseReranker(StubEngine())(pd.DataFrame({'qid': ['1'], 'docno': ['d']}))
     with pytest.raises(ValueError, match='stride'):
         ListwiseReranker(StubEngine(), window=10, stride=11)
-    with pytest.raises(ValueError, match="'rankllm' or 'reasoning'"):
+    with pytest.raises(ValueError, match=r"prompt must be one of \('rankllm', 'reasoning'\), got 'rankgpt'"):
         ListwiseReranker(StubEngine(), prompt='rankgpt')
 
 

@@ -181,3 +181,16 @@ def test_exploit_now_ignores_documents_without_a_group():
     # two top documents outside the graph (-1) do not make a group, even if -1 were passed as eligible
     assert not exploit_now(['u1', 'u2'], lambda d: -1, [-1], 2)
     assert exploit_now(['u1', 'u2'], lambda d: 7, [-1, 7], 2)
+
+
+def test_vote_groups_counts_window_documents_and_uses_its_memo():
+    from pyterrier_garen._garen import vote_groups
+    neighbours = {'a': ['x', 'y', 'u'], 'b': ['y', 'y2'], 'c': []}.get
+    group_of = {'x': 1, 'y': 2, 'y2': 2, 'u': -1}.get
+    # a votes for G1 and G2 (u has no group), b for G2 once although two of its neighbours are in it
+    assert vote_groups(['a', 'b', 'c'], neighbours, group_of) == {1: 1, 2: 2}
+    memo = {}
+    assert vote_groups(['a', 'b', 'c'], neighbours, group_of, cache=memo) == {1: 1, 2: 2}
+    assert {d: set(g) for d, g in memo.items()} == {'a': {1, 2}, 'b': {2}, 'c': set()}
+    # the memo is what a later call reads (windows overlap): a planted entry is used as it stands
+    assert vote_groups(['a', 'b'], neighbours, group_of, cache={'a': (7,)}) == {7: 1, 2: 1}

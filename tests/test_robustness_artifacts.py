@@ -223,7 +223,7 @@ def test_show_validate_from_the_command_line(built, capsys):
     ({'resolution': float('nan')}, 'resolution must be a finite number > 0, got nan'),
     ({'resolution': 0}, 'resolution must be a finite number > 0, got 0'),
     ({'randomness': -1.0}, 'randomness must be a finite number > 0, got -1.0'),
-    ({'max_group_size': 1}, 'max_group_size must be an integer of at least 2, got 1'),
+    ({'max_group_size': 1}, 'max_group_size must be an integer >= 2, got 1'),
     ({'seed': 1.5}, 'seed must be an integer, got 1.5'),
 ])
 def test_bad_partition_parameters_build_nothing(tmp_path, kwargs, words):

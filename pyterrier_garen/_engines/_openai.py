@@ -12,7 +12,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Union
 
-from .._params import Rebuildable
+from .._params import Rebuildable, check_int, check_number, check_optional_positive, check_positive
 from ._base import Conversation, Engine, Generation, _require, redact, resolve_api_key, softmax_yes
 from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
@@ -117,14 +117,12 @@ class OpenAIEngine(Rebuildable, Engine):
         urls = [base_url] if isinstance(base_url, str) else list(base_url)
         if not urls:
             raise ValueError('OpenAIEngine needs at least one base_url, e.g. "http://localhost:8000/v1"')
-        if max_concurrency < 1:
-            raise ValueError(f'max_concurrency must be at least 1; got {max_concurrency}')
-        for name, value, zero_ok in (('timeout', timeout, False), ('retry_backoff', retry_backoff, True)):
-            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            if not number or value < 0 or (value == 0 and not zero_ok):
-                raise ValueError(f'{name} must be a finite number {">= 0" if zero_ok else "> 0"}, got {value!r}')
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f'max_retries must be an integer >= 0, got {max_retries!r}')
+        check_positive(max_concurrency=max_concurrency, top_logprobs=top_logprobs)
+        check_number('timeout', timeout, low=0, low_open=True)
+        check_number('retry_backoff', retry_backoff, low=0)
+        check_int('max_retries', max_retries, low=0)
+        check_int('seed', seed)
+        check_optional_positive(context_length=context_length)
         self.base_url = base_url
         self.model = model
         self.api_key = None if api_key is None else resolve_api_key(api_key)  # as given: None reads the env

@@ -4,7 +4,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, List, Optional, Sequence
 
-from .._params import Rebuildable
+from .._params import Rebuildable, check_optional_positive, check_positive
 from ._base import Conversation, Engine, Generation, _require, softmax_yes
 from ._tokens import HFTokenizerMixin, render_chat
 
@@ -38,8 +38,8 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
                  context_length: Optional[int] = None, chat_template_kwargs: Optional[dict] = None):
         torch = _require('torch', 'TransformersEngine', extra='cpu')
         transformers = _require('transformers', 'TransformersEngine', extra='cpu')
-        if batch_size < 1:
-            raise ValueError(f'batch_size must be at least 1; got {batch_size}')
+        check_positive(batch_size=batch_size)
+        check_optional_positive(context_length=context_length)
         self.model = model
         self.device = device
         self.dtype = dtype

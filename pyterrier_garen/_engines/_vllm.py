@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence
 
-from .._params import Rebuildable
+from .._params import Rebuildable, check_int
 from ._base import Conversation, Engine, Generation, _require, softmax_yes
 from ._tokens import HFTokenizerMixin, render_chat
 
@@ -31,6 +31,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
 
     def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
                  chat_template_kwargs: Optional[dict] = None, **engine_args):
+        check_int('seed', seed)
         vllm = _require('vllm', 'VLLMEngine')
         self.model = model
         self.seed = seed

@@ -1,0 +1,296 @@
+"""The one place where systems, navigators and LLM engines are declared.
+
+Everything that lists them reads this module: :func:`~pyterrier_garen.compare` and ``build_systems``, the command
+line's ``--systems``/``--navigator`` choices, :func:`~pyterrier_garen.analysis.strength_sweep` (which systems it
+runs and which of them depend on the partition), the Ray recipes' engine short names and the tests'
+parametrisations. A declaration is one call:
+
+.. code-block:: python
+
+    from pyterrier_garen._registry import System, register_system
+
+    register_system(System('MySearch', lambda c: c.first_stage >> MySearch(c.reranker, c.groups, budget=c.budget),
+                           groups=True))
+
+Factories import the classes they build lazily, so importing this module imports no model library (and not
+PyTerrier). See docs/architecture.md, "How to add a system, a navigator or an engine".
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+__all__ = ['Components', 'System', 'Navigator', 'EngineName', 'register_system', 'register_navigator',
+           'register_engine', 'unregister', 'system', 'navigator', 'engine', 'system_names', 'navigator_names',
+           'engine_names', 'SYSTEM_NAMES', 'SWEEP_SYSTEM_NAMES', 'NAVIGATOR_NAMES', 'missing_extras']
+
+#: Python modules whose presence says an extra of ``setup.cfg`` is installed (checked without importing them).
+EXTRA_MODULES: Dict[str, Tuple[str, ...]] = {
+    'cpu': ('torch', 'transformers', 'pyterrier_dr'),
+    'vllm': ('vllm',),
+    'openai': ('openai',),
+    'ray': ('ray',),
+    'ann': ('faiss',),
+}
+
+
+def missing_extras(extras: Sequence[str]) -> List[str]:
+    """The extras among ``extras`` that are not installed (``[]`` when all are)."""
+    return [extra for extra in extras
+            if any(importlib.util.find_spec(module) is None for module in EXTRA_MODULES.get(extra, ()))]
+
+
+@dataclass(frozen=True)
+class Components:
+    """What every system of one comparison is built from (the same for all of them, so the comparison is fair).
+
+    Attributes:
+        first_stage: the retriever whose ranking every system starts from (``bm25`` in ``compare``).
+        reranker: the document-level reranker (``qid, query, docno, score, rank`` rows in, ``score`` out).
+        groups: the group graph (a :class:`~pyterrier_garen.GroupCorpusGraph` or any object with its interface).
+        navigator: scores GAREN's ``(query, group)`` rows.
+        budget: documents reranked per query, ``c``.
+        doc_navigator: scorer of neighbouring documents for document-level navigation (``None``: the reranker).
+        verbose: a progress bar per system.
+        final_order: every window search's ``final_order`` (``None``: each search's default); factories pass
+            :attr:`search_options` to the searches they build.
+        fusion: weight of the first-stage fusion ``build_systems`` appends to every system (0 = none); a system
+            with its own fusion (GAREN+) drops it then, so every row gets the same help.
+    """
+    first_stage: Any
+    reranker: Any
+    groups: Any
+    navigator: Any
+    budget: int = 100
+    doc_navigator: Any = None
+    verbose: bool = False
+    final_order: Optional[str] = None
+    fusion: float = 0.0
+
+    @property
+    def search_options(self) -> Dict[str, Any]:
+        """Keyword arguments every window search gets: ``final_order`` when one is set."""
+        return {'final_order': self.final_order} if self.final_order is not None else {}
+
+    @property
+    def doc_scorer(self) -> Any:
+        """The scorer of candidate documents: ``doc_navigator``, else the reranker."""
+        return self.doc_navigator if self.doc_navigator is not None else self.reranker
+
+
+@dataclass(frozen=True)
+class System:
+    """The declaration of one system.
+
+    Attributes:
+        name: its row name in ``compare``'s table and the sweep (and its ``--systems`` choice).
+        factory: builds the whole pipeline (first stage included) from :class:`Components`.
+        groups: whether its output depends on the partition into groups (the sweep then runs it once per Leiden
+            seed; otherwise once, its row repeated for each seed).
+        sweep: whether ``strength_sweep`` runs it by default (systems that a reranker changes).
+        extras: the ``setup.cfg`` extras it needs beyond the base install.
+        text: one line for documentation.
+    """
+    name: str
+    factory: Callable[[Components], Any]
+    groups: bool = False
+    sweep: bool = True
+    extras: Tuple[str, ...] = ()
+    text: str = ''
+
+
+@dataclass(frozen=True)
+class Navigator:
+    """The declaration of one navigator of GAREN.
+
+    Attributes:
+        name: its ``--navigator`` choice.
+        factory: ``factory(groups, prepared, encoder)`` -> the navigator transformer, where ``groups`` is the
+            partition in use (the sweep passes other partitions than ``prepared.groups``), ``prepared`` the result
+            of :func:`~pyterrier_garen.prepare` (vectors, ...) and ``encoder`` the query encoder (``None`` when the
+            navigator needs none).
+        text: what it scores, as ``compare`` reports it.
+        encoder: whether it needs a query encoder.
+        summaries: whether it needs group summaries in the artifact.
+        extras: the ``setup.cfg`` extras it needs.
+    """
+    name: str
+    factory: Callable[[Any, Any, Any], Any]
+    text: str = ''
+    encoder: bool = False
+    summaries: bool = False
+    extras: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class EngineName:
+    """A short engine name of the Ray recipes (``EngineSpec('vllm', ...)``).
+
+    Attributes:
+        name: the short name.
+        target: ``'module:attribute'`` of the engine class, imported only where the engine is built.
+        extras: the ``setup.cfg`` extras it needs.
+    """
+    name: str
+    target: str
+    extras: Tuple[str, ...] = ()
+
+
+_SYSTEMS: Dict[str, System] = {}
+_NAVIGATORS: Dict[str, Navigator] = {}
+_ENGINES: Dict[str, EngineName] = {}
+#: The registered system names in registration order (a live list: registering updates it in place).
+SYSTEM_NAMES: List[str] = []
+#: The names of the systems ``strength_sweep`` runs by default (live, like :data:`SYSTEM_NAMES`).
+SWEEP_SYSTEM_NAMES: List[str] = []
+#: The registered navigator names (live).
+NAVIGATOR_NAMES: List[str] = []
+
+
+def _sync() -> None:
+    SYSTEM_NAMES[:] = list(_SYSTEMS)
+    SWEEP_SYSTEM_NAMES[:] = [name for name, spec in _SYSTEMS.items() if spec.sweep]
+    NAVIGATOR_NAMES[:] = list(_NAVIGATORS)
+
+
+def _add(table: Dict[str, Any], spec: Any, kind: str, replace: bool) -> Any:
+    if not isinstance(spec.name, str) or not spec.name.strip():
+        raise ValueError(f'a {kind} needs a non-empty name, got {spec.name!r}')
+    if spec.name in table and not replace:
+        raise ValueError(f'a {kind} named {spec.name!r} is already registered; pick another name or pass '
+                         'replace=True')
+    table[spec.name] = spec
+    _sync()
+    return spec
+
+
+def register_system(spec: System, *, replace: bool = False) -> System:
+    """Declare a system (appended after those already registered); returns ``spec``."""
+    return _add(_SYSTEMS, spec, 'system', replace)
+
+
+def register_navigator(spec: Navigator, *, replace: bool = False) -> Navigator:
+    """Declare a navigator; returns ``spec``."""
+    return _add(_NAVIGATORS, spec, 'navigator', replace)
+
+
+def register_engine(spec: EngineName, *, replace: bool = False) -> EngineName:
+    """Declare an engine short name; returns ``spec``."""
+    return _add(_ENGINES, spec, 'engine', replace)
+
+
+def unregister(name: str) -> None:
+    """Remove the system, navigator or engine called ``name`` (e.g. one a test registered)."""
+    found = [table for table in (_SYSTEMS, _NAVIGATORS, _ENGINES) if name in table]
+    if not found:
+        raise KeyError(f'nothing named {name!r} is registered')
+    for table in found:
+        del table[name]
+    _sync()
+
+
+def _get(table: Dict[str, Any], name: str, kind: str) -> Any:
+    try:
+        return table[name]
+    except (KeyError, TypeError):
+        raise ValueError(f'unknown {kind} {name!r}; choose from {list(table)}') from None
+
+
+def system(name: str) -> System:
+    """The declaration of system ``name`` (``ValueError`` listing the known names otherwise)."""
+    return _get(_SYSTEMS, name, 'system')
+
+
+def navigator(name: str) -> Navigator:
+    """The declaration of navigator ``name`` (``ValueError`` listing the known names otherwise)."""
+    return _get(_NAVIGATORS, name, 'navigator')
+
+
+def engine(name: str) -> EngineName:
+    """The declaration of engine short name ``name`` (``ValueError`` listing the known names otherwise)."""
+    return _get(_ENGINES, name, 'engine')
+
+
+def system_names(*, sweep: Optional[bool] = None, groups: Optional[bool] = None) -> List[str]:
+    """Registered system names in order, optionally only those with the given ``sweep``/``groups`` flags."""
+    return [name for name, spec in _SYSTEMS.items()
+            if (sweep is None or spec.sweep == sweep) and (groups is None or spec.groups == groups)]
+
+
+def navigator_names() -> List[str]:
+    """Registered navigator names in order."""
+    return list(_NAVIGATORS)
+
+
+def engine_names() -> List[str]:
+    """Registered engine short names in order."""
+    return list(_ENGINES)
+
+
+def _public(name: str) -> Any:
+    """A public class of the package, imported when a factory runs (keeps this module light)."""
+    return getattr(importlib.import_module('pyterrier_garen'), name)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the built-in systems, in the order of compare's table (one block each)
+
+def _garen(c: Components, **options: Any) -> Any:
+    navigator_ = options.pop('navigator', c.navigator)
+    return c.first_stage >> _public('GAREN')(c.reranker, c.groups, navigator_, budget=c.budget, verbose=c.verbose,
+                                             **{**c.search_options, **options})
+
+
+#: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
+#: collections with the strength sweep; every variant tried is in docs/results.md).
+GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1}
+
+register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False,
+                       text='the first stage, cut to the budget'))
+register_system(System('Rerank', lambda c: c.first_stage >> _public('SlidingWindowReranker')(
+    c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options),
+    text='sliding-window re-ranking of the first-stage top budget'))
+register_system(System('GAR', lambda c: c.first_stage >> importlib.import_module('pyterrier_garen._gar').GAR(
+    c.reranker, c.groups, num_results=c.budget, batch_size=16, verbose=c.verbose),
+    text="pyterrier-adaptive's GAR over the k-NN edges"))
+register_system(System('SlideGAR', lambda c: c.first_stage >> _public('SlideGAR')(
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), text='listwise GAR (SlideGAR)'))
+register_system(System('RGS', lambda c: c.first_stage >> _public('RGS')(
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options),
+    text='reranker-guided best-first search'))
+register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper'))
+register_system(System('GAREN-explore', lambda c: _garen(c, strategy='explore'), groups=True,
+                       text='GAREN, exploration only'))
+register_system(System('GAREN-exploit', lambda c: _garen(c, strategy='exploit'), groups=True,
+                       text='GAREN, exploitation only'))
+register_system(System('GAREN-noprop', lambda c: _garen(c, propagate=False), groups=True,
+                       text='GAREN without score propagation'))
+register_system(System('GAREN-vote', lambda c: _garen(c, navigator=_public('VoteNavigator')()), groups=True,
+                       text='GAREN with the connectivity-vote navigator'))
+register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN')(
+    c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), sweep=False,
+    text='document-level navigation (no groups: only the k-NN edges)'))
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **({'fusion': 0.0} if c.fusion else {})}),
+                       groups=True,
+                       text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the built-in navigators
+
+register_navigator(Navigator('centroid', lambda groups, prepared, encoder: _public('CentroidNavigator')(
+    groups, prepared.vectors, encoder), text='query vs. group centroid (CentroidNavigator)', encoder=True,
+    extras=('cpu',)))
+register_navigator(Navigator('summary', lambda groups, prepared, encoder: _public('SummaryNavigator')(
+    groups, encoder), text="query vs. the summary's vector (SummaryNavigator)", encoder=True, summaries=True,
+    extras=('cpu',)))
+register_navigator(Navigator('vote', lambda groups, prepared, encoder: _public('VoteNavigator')(),
+                             text='connectivity votes (VoteNavigator)'))
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the built-in engine short names (public names, so the engines' module layout does not matter here)
+
+register_engine(EngineName('vllm', 'pyterrier_garen:VLLMEngine', extras=('vllm',)))
+register_engine(EngineName('openai', 'pyterrier_garen:OpenAIEngine', extras=('openai',)))
+register_engine(EngineName('transformers', 'pyterrier_garen:TransformersEngine', extras=('cpu',)))
