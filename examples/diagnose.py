@@ -15,7 +15,7 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import pandas as pd  # noqa: E402
 from pyterrier_adaptive import GAR  # noqa: E402
 
-from pyterrier_garen import GAREN, prepare  # noqa: E402
+from pyterrier_garen import GAREN, NAVIGATORS, prepare  # noqa: E402
 from pyterrier_garen import cpu_components, evaluation_qrels  # noqa: E402
 from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, recall_by_hop  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
@@ -24,7 +24,7 @@ from pyterrier_garen.datasets import load_dataset  # noqa: E402
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--dataset', required=True)
-    parser.add_argument('--navigator', default='centroid', choices=['centroid', 'summary', 'vote'])
+    parser.add_argument('--navigator', default='centroid', choices=NAVIGATORS)
     parser.add_argument('--budget', type=int, default=100)
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)

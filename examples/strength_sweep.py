@@ -61,7 +61,8 @@ def main(argv=None):
     parser.add_argument('--noise-seeds', type=int, nargs='+', default=[0, 1])
     parser.add_argument('--partition-seeds', type=int, nargs='+', default=[42, 43])
     parser.add_argument('--no-minilm', action='store_true', help='skip the MiniLM reranker')
-    parser.add_argument('--systems', nargs='+', default=list(analysis.SWEEP_SYSTEMS))
+    parser.add_argument('--systems', nargs='+', default=list(analysis.SWEEP_SYSTEMS), choices=garen.SYSTEMS,
+                        metavar='SYSTEM', help='registered systems (default: those the sweep declares)')
     budgets = parser.add_mutually_exclusive_group()
     budgets.add_argument('--budget', type=int, default=100, help='documents reranked per query (default: 100)')
     budgets.add_argument('--budgets', type=int, nargs='+', help='several budgets in one sweep, e.g. 50 100 200')
@@ -73,7 +74,7 @@ def main(argv=None):
     parser.add_argument('--strict', action='store_true',
                         help='turn warnings (a budget of at least the collection size, below the window) into errors')
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
-    parser.add_argument('--navigator', default='centroid', choices=['centroid', 'summary', 'vote'])
+    parser.add_argument('--navigator', default='centroid', choices=garen.NAVIGATORS)
     parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
                         help='an extra GAREN configuration, e.g. "GAREN-t2:tau_switch=2" (repeatable)')
     parser.add_argument('--graph', default='dense', choices=['dense', 'bm25'],

@@ -15,14 +15,16 @@ _EXPORTS = {
     'dense_corpus_graph': '._graphs',
     'bm25_corpus_graph': '._graphs',
     'bm25_index': '._graphs',
-    'minilm_encoder': '._graphs',
+    'minilm_encoder': '._encoding',
     'encode_corpus': '._graphs',
+    'load_encoder': '._encoding',  # 'minilm', 'sbert:FOLDER', 'hf:FOLDER', 'package.module:factory'
     'load_corpus_graph': '._graphs',
     'hnsw_corpus_graph': '._ann',  # approximate (FAISS HNSW) dense graph for large corpora
     # groups: partition, artifact, builder, summaries (_partition.py, _group_graph.py, _summaries.py)
     'leiden_partition': '._partition',
     'GroupCorpusGraph': '._group_graph',
     'ArtifactError': '._group_graph',
+    'load_package': '._sharing',  # a package file (build_package) or unpacked folder, loaded offline
     'Summarizer': '._summaries',
     'ExtractiveSummarizer': '._summaries',
     # the offline pipeline and the main job (_prepare.py, _compare.py)
@@ -57,6 +59,8 @@ _EXPORTS = {
     'VectorScorer': '._rerankers',
     'ListwiseReranker': '._rerankers',
     'parse_ranking': '._rerankers',
+    'CrossEncoderScorer': '._text_rerankers',  # any text reranker inside GAREN (_text_rerankers.py)
+    'with_text': '._text_rerankers',
     # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
     'Engine': '._engines',
     'VLLMEngine': '._engines',
@@ -69,6 +73,8 @@ _EXPORTS = {
     'EngineSpec': '._ray',
     'SummarizerSpec': '._ray',
     'summarize_batches': '._ray',
+    'encode_docs': '._ray',
+    'native_bf16': '._encoding',  # whether encoding's precision='auto' takes bfloat16 here
 }
 
 __all__ = sorted(_EXPORTS)

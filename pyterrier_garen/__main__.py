@@ -23,6 +23,17 @@ def _add_ray_args(p) -> None:
                    help='GPUs per Ray actor (default: 1 for in-process vLLM, else 0)')
 
 
+def _share(text: str) -> float:
+    """An argparse type: a number from 0 to 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float('nan')
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f'must be a number from 0 to 1, got {text!r}')
+    return value
+
+
 def _ray_options(args, gpus: float = 0):
     if args.ray is None:
         return None
@@ -33,8 +44,19 @@ def _ray_options(args, gpus: float = 0):
 
 def _cmd_encode(args) -> None:
     from ._graphs import encode_corpus
-    index = encode_corpus(_dataset(args.dataset), args.out, verbose=True, ray=_ray_options(args))
+    encoder = args.encoder if args.ray is not None else _encoder(args.encoder)  # Ray actors load their own
+    index = encode_corpus(_dataset(args.dataset), args.out, encoder=encoder, verbose=True, ray=_ray_options(args))
     print(f'vectors: {index}')
+
+
+def _encoder(spec: str):
+    from ._encoding import DEFAULT, load_encoder
+    if spec == DEFAULT:
+        return None  # loaded only when something is encoded
+    try:
+        return load_encoder(spec)
+    except ValueError as ex:
+        raise UsageError(f'--encoder: {ex}') from None
 
 
 def _cmd_build_graph(args) -> None:
@@ -68,12 +90,13 @@ def _summarizer(args):
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
         raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
+    server = {'timeout': args.timeout, 'max_retries': args.max_retries}
     if args.ray is not None:  # each Ray actor builds its own engine from this recipe
         from ._ray import EngineSpec
-        spec = EngineSpec('openai', base_url=args.base_url, model=args.model) if args.base_url \
+        spec = EngineSpec('openai', base_url=args.base_url, model=args.model, **server) if args.base_url \
             else EngineSpec('vllm', model=args.model)
         return spec.summarizer()
-    engine = OpenAIEngine(args.base_url, args.model) if args.base_url else VLLMEngine(args.model)
+    engine = OpenAIEngine(args.base_url, args.model, **server) if args.base_url else VLLMEngine(args.model)
     return LLMSummarizer(engine)
 
 
@@ -82,14 +105,16 @@ def _cmd_summarize(args) -> None:
     groups = GroupCorpusGraph(args.groups)
     gpus = 1 if args.summarizer == 'llm' and not args.base_url else 0
     groups.summarize(_summarizer(args), _dataset(args.dataset), batch_size=args.batch_size,
-                     overwrite=args.overwrite, verbose=True, ray=_ray_options(args, gpus))
+                     overwrite=args.overwrite, verbose=True, ray=_ray_options(args, gpus),
+                     max_failed_share=args.max_failed_share)
     print(json.dumps(groups.meta['summaries']))
 
 
 def _cmd_prepare(args) -> None:
     from ._prepare import prepare
     prepared = prepare(_dataset(args.dataset), args.workdir, graph=args.graph, k=args.k,
-                       max_group_size=args.max_group_size, seed=args.seed, verbose=True)
+                       max_group_size=args.max_group_size, seed=args.seed, encoder=_encoder(args.encoder),
+                       verbose=True)
     print(f'groups: {prepared.groups.path}')
     print(json.dumps(prepared.groups.group_stats()))
 
@@ -120,7 +145,8 @@ def _cmd_compare(args) -> None:
         try:
             table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
-                            fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet)
+                            fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet,
+                            reranker=args.reranker)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
@@ -183,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--navigator', default='centroid', choices=NAVIGATORS,
                    help="GAREN's navigator: " + '; '.join(f'{name}: {_registry.navigator(name).text}'
                                                           for name in NAVIGATORS))
+    p.add_argument('--reranker', default='minilm',
+                   help='the reranker of every system: minilm (cosine over stored vectors), '
+                        'cross-encoder:NAME_OR_FOLDER (a sentence-transformers CrossEncoder over the text) or '
+                        'factory:package.module:function (function(prepared) returns a pointwise pt.Transformer)')
     p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
                    help=f'systems to run, from: {" ".join(SYSTEMS)} (default: all of them)')
     labels = p.add_mutually_exclusive_group()
@@ -191,7 +221,8 @@ def build_parser() -> argparse.ArgumentParser:
                              'graded)')
     labels.add_argument('--graded', action='store_const', const=False, dest='binary',
                         help='score the labels as graded gains (default: as the collection declares, else graded)')
-    p.add_argument('--workdir', help='folder for the offline artifacts (default: $GAREN_CACHE/<collection>)')
+    p.add_argument('--workdir', help='folder for the offline artifacts (default: '
+                                     '$GAREN_CACHE/<collection>-<fingerprint>)')
     p.add_argument('--out', help='also write the table (name, nDCG@10, R@100) as CSV to this file')
     p.add_argument('--quiet', action='store_true', help='no progress bars')
     p.add_argument('--fusion', type=float, default=0.0, metavar='W',
@@ -203,9 +234,12 @@ def build_parser() -> argparse.ArgumentParser:
                                                          'the collection size) into errors')
     p.set_defaults(func=_cmd_compare)
 
-    p = add('encode', 'encode a corpus with MiniLM into a FlexIndex')
+    encoder_help = ('the dense encoder: minilm (the packaged all-MiniLM-L6-v2), sbert:MODEL (a sentence-transformers '
+                    'folder or name), hf:MODEL (a transformers model, [CLS] vector) or package.module:factory')
+    p = add('encode', 'encode a corpus into a FlexIndex (resumable: rerun after an interruption)')
     p.add_argument('--dataset', required=True, help=data_help)
     p.add_argument('--out', required=True, help='FlexIndex folder')
+    p.add_argument('--encoder', default='minilm', help=encoder_help)
     _add_ray_args(p)
     p.set_defaults(func=_cmd_encode)
 
@@ -239,18 +273,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--model', help='model name for --summarizer llm (default: none; required with llm)')
     p.add_argument('--base-url', help='OpenAI-compatible server URL for --summarizer llm (default: in-process vLLM)')
     p.add_argument('--batch-size', type=int, default=32, help='groups per summariser call')
+    p.add_argument('--max-failed-share', type=_share, default=0.1, metavar='SHARE',
+                   help='the largest share (0 to 1) of the groups whose engine request may fail (each gets a marked '
+                        'extractive summary, retried by the next run); above it the run stops with exit status 1')
+    p.add_argument('--timeout', type=float, default=60,
+                   help='seconds an OpenAI-compatible request may take in all (with --base-url)')
+    p.add_argument('--max-retries', type=int, default=3, help='retries of a failed request (with --base-url)')
     p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
     _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)
 
     p = add('prepare', 'all offline steps for a collection (BM25 index, vectors, graph, groups, summaries)')
     p.add_argument('--dataset', required=True, help=data_help)
-    p.add_argument('--workdir', help='output folder (default: $GAREN_CACHE/<collection>)')
+    p.add_argument('--workdir', help='output folder (default: $GAREN_CACHE/<collection>-<fingerprint>, <fingerprint> '
+                                                    'being 12 hex digits of the collection\'s content hash)')
     p.add_argument('--graph', choices=['dense', 'bm25'], default='dense',
                    help='the k-NN graph the groups are built from: MiniLM cosine or PISA BM25')
     p.add_argument('--k', type=int, default=16, help='neighbours per document')
     p.add_argument('--max-group-size', type=int, default=20, help='re-partition groups larger than this')
     p.add_argument('--seed', type=int, default=42, help='Leiden seed')
+    p.add_argument('--encoder', default='minilm', help=encoder_help)
     p.set_defaults(func=_cmd_prepare)
 
     p = add('show', 'print group statistics and some groups with their summaries')

@@ -139,7 +139,7 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
-            verbose: bool = False) -> pd.DataFrame:
+            verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -157,6 +157,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
+        reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
+            ``'factory:package.module:function'`` (see ``pyterrier_garen._text_rerankers.RERANKERS``).
 
     Returns:
         The ``pt.Experiment`` frame: ``name, nDCG@10, R@100`` and, when GAREN is among the systems, paired t-test
@@ -179,9 +181,15 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         dataset = load_dataset(str(dataset))
     _registry.navigator(navigator)  # an unknown name fails before anything is built
     check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
+    from ._text_rerankers import RERANKERS, build_reranker
+    if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
+        build_reranker(reranker, None)
     prepared = prepare(dataset, workdir, verbose=verbose)
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
-    reranker, nav = cpu_components(prepared, navigator=navigator)
+    spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
+    reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
+    if spec != 'minilm':
+        reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
                               final_order=final_order)
     all_qrels = dataset.get_qrels()
@@ -222,7 +230,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'fusion': fusion,
         'final_order': final_order,
         'first_stage': FIRST_STAGE,
-        'reranker': 'MiniLM cosine over stored vectors (VectorScorer)',
+        'reranker': reranker_text,
         'navigator': _registry.navigator(navigator).text,
         'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
                   f"k-NN graph, extractive summaries",
@@ -271,4 +279,13 @@ def format_comparison(table: pd.DataFrame) -> str:
                   f'(the baseline, hence its empty row);',
                   f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
                   f'for multiple comparisons.']
+    if 'name' in table.columns and 'GAREN+' in set(table['name']):
+        lines += ['', garen_plus_legend()]
     return '\n'.join(lines)
+
+
+def garen_plus_legend() -> str:
+    """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README)."""
+    options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
+    return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
+            'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm.')

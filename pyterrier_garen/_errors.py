@@ -1,8 +1,10 @@
 """The one place that turns exceptions into what a command-line user sees.
 
 A user error (bad input, a missing or existing file, a folder that cannot be written, a dataset that cannot be
-downloaded, a missing extra) becomes one line ``error: ...`` on stderr and exit status 2; Ctrl-C says what was
-kept and how to resume (exit status 130). Anything else is a bug and keeps its traceback.
+downloaded, a missing extra) becomes one line ``error: ...`` on stderr and exit status 2; a run that failed (an
+exception with an ``exit_status`` attribute: a server that refuses the key, too many failed engine requests) is one
+line with that status (1); Ctrl-C says what was kept and how to resume (exit status 130). Anything else is a bug and
+keeps its traceback.
 """
 from __future__ import annotations
 
@@ -62,6 +64,8 @@ def user_message(ex: BaseException) -> Optional[str]:
                errno.EISDIR: 'pass a file, not a folder',
                errno.EEXIST: 'choose another path or remove it'}.get(ex.errno, 'check the path')
         return one_line(f'{ex.strerror.lower()}{where}; {fix}')
+    if isinstance(getattr(ex, 'exit_status', None), int):  # a run that failed, said by the code that knows why
+        return one_line(str(ex) or type(ex).__name__)
     if isinstance(ex, IndexError):  # from deep inside: a bug (user-facing ids are checked before use)
         return None
     if isinstance(ex, (ValueError, LookupError, OSError, ImportError, ArtifactBusyError)):
@@ -99,7 +103,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
             raise
         end_progress_bars()
         sys.stderr.write(f'error: {message}\n')
-        sys.exit(2)
+        status = getattr(ex, 'exit_status', None)
+        sys.exit(status if isinstance(status, int) and status > 0 else 2)
 
 
 def end_progress_bars() -> None:

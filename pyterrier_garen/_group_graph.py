@@ -18,7 +18,8 @@ from ._graphs import lookup_ids
 from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
                              graph_arrays)
 from ._io import write_json
-from ._summaries import SUMMARIES, Summarizer, SummaryStore
+from ._summaries import (MAX_FAILED_SHARE, SUMMARIES, FailureBudget, Summarizer, SummaryStore, failed_request,
+                         stamp)
 
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
 
@@ -56,6 +57,20 @@ class GroupCorpusGraph(CorpusGraph):
     ARTIFACT_TYPE = ARTIFACT_TYPE
     ARTIFACT_FORMAT = ARTIFACT_FORMAT
     ARTIFACT_PACKAGE_HINT = PACKAGE_HINT
+
+    def to_hf(self, repo: str, **kwargs) -> None:
+        """``pt.Artifact.to_hf``; when the Hub cannot be reached, one ``ConnectionError`` line naming the cause and
+        the offline route (``build_package`` + a static server or a file, see ``pyterrier_garen._sharing``)."""
+        from ._sharing import hub_errors
+        with hub_errors(f'to_hf({repo!r})'):
+            return super().to_hf(repo, **kwargs)
+
+    @classmethod
+    def from_hf(cls, repo: str, branch: Optional[str] = None, **kwargs) -> 'GroupCorpusGraph':
+        """``pt.Artifact.from_hf``, with the same one-line error as :meth:`to_hf` when the Hub cannot be reached."""
+        from ._sharing import hub_errors
+        with hub_errors(f'from_hf({repo!r})'):
+            return super().from_hf(repo, branch, **kwargs)
 
     def __init__(self, path: Union[str, Path]):
         super().__init__(path)
@@ -385,12 +400,18 @@ class GroupCorpusGraph(CorpusGraph):
 
     def summarize(self, summarizer: Summarizer, corpus: Union[Iterable[Dict[str, Any]], Any], *,
                   batch_size: int = 16, overwrite: bool = False, verbose: bool = False,
-                  ray: Any = None) -> 'GroupCorpusGraph':
+                  ray: Any = None, max_failed_share: float = MAX_FAILED_SHARE) -> 'GroupCorpusGraph':
         """Summarise every group and store the summaries in the artifact. Resumable.
 
         Records are appended to the :meth:`summary_store` batch by batch (flushed to disk); a rerun after an
         interruption reuses every finished record and continues with the remaining groups. When all groups are
         done, ``summaries.jsonl`` is written atomically and ``pt_meta.json`` records the summariser's config.
+
+        Groups whose engine request failed get a marked extractive record (``fallback_reason: 'request_failed'``,
+        provenance naming the extractive summariser) and are retried by the next run of the same summariser, also
+        once ``summaries.jsonl`` is finished; ``pt_meta.json`` counts the fallbacks and their reasons. When more than
+        ``max_failed_share`` of the groups to summarise failed, the run stops as soon as that is certain and raises
+        :class:`~pyterrier_garen._summaries.SummariesFailedError` (the finished records stay in the partial run).
 
         Args:
             summarizer: a :class:`~pyterrier_garen.Summarizer` (``ExtractiveSummarizer()``, ``LLMSummarizer(...)``).
@@ -402,12 +423,15 @@ class GroupCorpusGraph(CorpusGraph):
                 address, or :class:`~pyterrier_garen.RayOptions`; ``summarizer`` is then a model-free summariser or
                 a :class:`~pyterrier_garen.SummarizerSpec` (each actor builds its own engine). Same batches, same
                 records, resumable the same way (``docs/scale.md``).
+            max_failed_share: the largest share (0 to 1) of the groups to summarise whose engine request may fail
+                before the run is an error (default 0.1; 0: any failure is an error; 1: never).
 
         Returns:
             ``self``, with the summaries available.
         """
         from ._params import check_positive
         check_positive(batch_size=batch_size)
+        budget = FailureBudget(0, max_failed_share)  # checks the share before any work
         from ._ray import as_recipe, ray_options, summarize_batches
         ray = ray_options(ray)
         if ray:
@@ -416,14 +440,18 @@ class GroupCorpusGraph(CorpusGraph):
             summarizer = summarizer.build()  # a SummarizerSpec, run in this process
         config = summarizer.config()
         _remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
+        keep = None
         if self.has_summaries and not overwrite:
-            if self.meta['summaries'].get('summarizer') == config:
+            if self.meta['summaries'].get('summarizer') != config:
+                raise FileExistsError(f'{self.path} already has summaries made by '
+                                      f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True to replace them')
+            keep = [r for r in self._summary_records if r is not None]
+            if not any(map(failed_request, keep)):
                 return self
-            raise FileExistsError(f'{self.path} already has summaries made by {self.meta["summaries"]["summarizer"]}; '
-                                  'pass overwrite=True to replace them')
         store = self.summary_store()
-        done = store.begin(config, overwrite=overwrite)
+        done = store.begin(config, overwrite=overwrite, keep=keep)
         todo = store.missing()
+        budget.total = len(todo)
         if todo:
             texts = self._member_texts(corpus, todo)
             provenance = {k: config.get(k) for k in ('name', 'model', 'prompt_hash')}
@@ -436,10 +464,19 @@ class GroupCorpusGraph(CorpusGraph):
                                                                         config=config, verbose=verbose))
             else:
                 results = (_summarize_batch(summarizer, batch) for batch in batches)
-            for records in results:
-                progress.update(store.add({**record, 'group': gid, 'provenance': provenance}
-                                          for gid, record in records))
-            progress.close()
+            try:
+                for records in results:
+                    stamped = [stamp(record, gid, provenance) for gid, record in records]
+                    budget.count(r for r in stamped if int(r['group']) not in store.done)
+                    progress.update(store.add(stamped))
+                    if budget.exceeded:
+                        break
+            finally:
+                results.close()  # a generator: stopping early ends a Ray session at once
+                progress.close()
+            if budget.exceeded:
+                raise budget.error(self.path)
+            budget.warn()
         if self.meta.get('summaries') is not None:  # replacing: pt_meta.json never describes other records than
             self.meta['summaries'] = None  # the file holds (the finished partial run stays until the end)
             write_json(self.path / 'pt_meta.json', self.meta)

@@ -8,7 +8,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._params import Rebuildable, check_int, check_optional_positive, check_positive
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fenced_blocks
-from ._summaries import ExtractiveSummarizer, GroupDocs, Summarizer
+from ._summaries import REQUEST_FAILED, UNUSABLE_REPLY, ExtractiveSummarizer, GroupDocs, Summarizer
 
 __all__ = ['LLMSummarizer', 'extract_json', 'parse_summary']
 
@@ -94,8 +94,12 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
     that is not usable JSON gets ``retries`` repair rounds (batched: the group's prompt, the failed reply and a
     message naming the problem; the documents are cut further so that this longer conversation still fits the
     context with ``max_tokens`` to answer). If it is still unusable, or its engine request failed (after the
-    engine's own retries), the record comes from :class:`ExtractiveSummarizer` with ``fallback: True`` and the
-    ``error``, and :attr:`fallbacks` (and :attr:`failed`) is incremented: one bad group never stops the others.
+    engine's own retries), the record comes from :class:`ExtractiveSummarizer` with ``fallback: True``, the
+    ``error`` and its ``fallback_reason`` (``'request_failed'``: the next run retries the group;
+    ``'unusable_reply'``: kept, greedy decoding would answer the same), and :attr:`fallbacks` (and :attr:`failed`)
+    is incremented: one bad group never stops the others. A refusal that no retry can fix (a wrong API key, HTTP
+    401/403) is raised at once instead. :meth:`GroupCorpusGraph.summarize` stops with an error when more than
+    ``max_failed_share`` of the groups failed.
     Greedy decoding makes the result a function of the engine and the groups.
 
     Attributes:
@@ -231,10 +235,11 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
                 else:
                     errors[i] = error
         result = []
-        for group, record, error in zip(groups, records, errors, strict=True):
+        for i, (group, record, error) in enumerate(zip(groups, records, errors, strict=True)):
             if record is None:
                 self.fallbacks += 1
-                record = {**self.fallback.summarize_one(group['docs']), 'fallback': True, 'error': error}
+                record = {**self.fallback.summarize_one(group['docs']), 'fallback': True,
+                          'fallback_reason': REQUEST_FAILED if i in dead else UNUSABLE_REPLY, 'error': error}
             result.append(record)
         self.failed += len(dead)
         return result

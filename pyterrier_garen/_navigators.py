@@ -17,7 +17,7 @@ import pyterrier as pt
 
 from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
 from ._params import Rebuildable, check_groups, check_optional_positive, parse_group_ids
-from ._prompts import THINK_PREFILL, PromptTemplate, clean_text
+from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
 from ._vectors import VectorComponent, unit
 
 __all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer']
@@ -179,6 +179,7 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
     def reset_stats(self) -> None:
         UsageStats.reset_stats(self)
         self.failed = 0
+        self.cut_queries = 0
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'failed': self.failed}
@@ -214,14 +215,19 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
         if len(inp) == 0:
             return pt.model.add_ranks(inp.copy().assign(score=pd.Series(dtype=float)))
         frame = inp.reset_index(drop=True)
-        budgets: Dict[Tuple[Any, str], Tuple[str, int]] = {}
+        budgets: Dict[Tuple[Any, str], Tuple[str, int, str]] = {}
         rows = []
+        cut_queries, query_budget = 0, 0
         for qid, query, text in zip(frame['qid'], frame['query'], frame[self.text_field], strict=True):
             query = clean_text(query)
             if (qid, query) not in budgets:
                 instruction = self.instruction_for(qid, query)
-                budgets[qid, query] = (instruction, self.doc_budget(instruction, query))
-            rows.append((*budgets[qid, query], query, clean_text(text)))
+                shown, query_budget, cut = fit_query(self.engine, query)
+                cut_queries += cut
+                budgets[qid, query] = (instruction, self.doc_budget(instruction, shown), shown)
+            instruction, budget, shown = budgets[qid, query]
+            rows.append((instruction, budget, shown, clean_text(text)))
+        warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
         docs = truncate_each(self.engine, [row[3] for row in rows], [row[1] for row in rows])
         conversations = [self.conversation(instruction, query, doc)
                          for (instruction, _, query, _), doc in zip(rows, docs, strict=True)]

@@ -30,6 +30,7 @@ class Prepared:
     vectors: Any  # pyterrier_dr.FlexIndex, or None for graph='bm25' without vectors
     graph: Any  # the pyterrier-adaptive corpus graph the groups were built from
     groups: Any  # GroupCorpusGraph, with extractive summaries
+    encoder: Any = None  # the encoder of ``vectors`` (for query vectors); None: the packaged MiniLM
 
 
 def collection_fingerprint(dataset) -> str:
@@ -133,9 +134,10 @@ def _matches_collection(lookup, docnos) -> bool:
 
 
 def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str = 'dense', k: int = 16,
-            max_group_size: int = 20, seed: int = 42, summarizer=None, vectors: bool = True,
+            max_group_size: int = 20, seed: int = 42, summarizer=None, vectors: bool = True, encoder=None,
             verbose: bool = False) -> Prepared:
-    """Build or reuse, in ``workdir``: a PISA index, MiniLM vectors, a k-NN graph and summarised groups.
+    """Build or reuse, in ``workdir``: a PISA index, dense vectors (MiniLM unless ``encoder`` says otherwise), a
+    k-NN graph and summarised groups.
 
     Each step is skipped when its artifact is already built (its ``pt_meta.json`` exists and its documents are the
     collection's), so a second call is instant. Every step builds beside its final folder and swaps it in, so an
@@ -153,13 +155,20 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
         max_group_size: Leiden re-partitioning threshold.
         seed: Leiden seed.
         summarizer: group summariser; defaults to :class:`~pyterrier_garen.ExtractiveSummarizer`.
-        vectors: encode the corpus with MiniLM (needed by the CPU reranker and navigators).
+        vectors: encode the corpus (needed by the CPU reranker and navigators).
+        encoder: the dense encoder: None (the packaged MiniLM), any ``pyterrier_dr`` bi-encoder
+            (``SBertBiEncoder(folder)``, ``HgfBiEncoder.from_pretrained(folder)``, ``TasB``, ...) or a spec string
+            (``'sbert:FOLDER'``, ``'hf:FOLDER'``, ``'package.module:factory'``; see ``load_encoder``). Its identity
+            names the vectors and the dense graph's groups (``<model>-<hash>.flex``; MiniLM keeps ``minilm.flex``),
+            so vectors of different encoders never mix; the workdir is the collection's either way. Pass
+            ``prepared.encoder`` to ``VectorScorer``/``CentroidNavigator`` so queries use the same encoder.
         verbose: progress bars.
 
     Raises:
         FileExistsError: ``workdir`` was prepared for another collection, or holds a folder at an artifact's name
             that prepare did not make.
     """
+    from ._encoding import encoder_slug, load_encoder
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
@@ -181,11 +190,16 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     _fresh(workdir / 'bm25.pisa', owned)
     pisa = bm25_index(dataset, workdir / 'bm25.pisa')  # PISA's native log stays quiet
     flex = None
+    slug = encoder_slug(encoder)  # 'minilm' for the packaged MiniLM: the names earlier versions used
+    if isinstance(encoder, str) and slug != 'minilm':
+        encoder = load_encoder(encoder)
+    elif slug == 'minilm':
+        encoder = None
     if vectors or graph == 'dense':
-        _fresh(workdir / 'minilm.flex', owned)
-        flex = encode_corpus(dataset, workdir / 'minilm.flex', verbose=verbose)
+        _fresh(workdir / f'{slug}.flex', owned)
+        flex = encode_corpus(dataset, workdir / f'{slug}.flex', encoder=encoder, verbose=verbose)
         if not _matches_collection(flex.docnos(), docnos):
-            raise FileExistsError(f'{workdir / "minilm.flex"} holds vectors of other documents than {dataset!r}; '
+            raise FileExistsError(f'{workdir / f"{slug}.flex"} holds vectors of other documents than {dataset!r}; '
                                   'delete it or pass another workdir')
     if graph == 'dense':
         from ._ann import EXACT_KNN_LIMIT, hnsw_corpus_graph
@@ -201,10 +215,11 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
                               'delete it or pass another workdir')
     # one groups folder per summariser: summaries made by another (possibly costly LLM) run are never replaced
     summarized = hashlib.sha256(json.dumps(summarizer.config(), sort_keys=True, default=str).encode()).hexdigest()[:8]
-    groups_path = workdir / f'{graph}.k{k}.s{max_group_size}.seed{seed}.sum-{summarized}.groups'
+    kind = graph if graph == 'bm25' or slug == 'minilm' else f'{graph}-{slug}'
+    groups_path = workdir / f'{kind}.k{k}.s{max_group_size}.seed{seed}.sum-{summarized}.groups'
     _fresh(groups_path, owned)
     groups = GroupCorpusGraph.from_corpus_graph(knn, groups_path,
                                                 max_group_size=max_group_size, seed=seed, verbose=verbose)
     groups.summarize(summarizer, dataset, batch_size=64, verbose=verbose)
-    return Prepared(dataset, workdir, pisa, flex, knn, groups)
+    return Prepared(dataset, workdir, pisa, flex, knn, groups, encoder)
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 import numpy as np
 
 __all__ = ['PromptTemplate', 'clean_text', 'PROMPT_DIR', 'THINK_PREFILL', 'MAX_REPLY_CHARS', 'cap_reply',
-           'drop_think_blocks', 'fenced_blocks']
+           'drop_think_blocks', 'fenced_blocks', 'fit_query', 'QUERY_SHARE']
 
 Conversation = List[Dict[str, str]]
 #: Assistant prefill of an empty reasoning block (Qwen3's non-thinking answer start).
@@ -104,3 +104,26 @@ def fenced_blocks(text: str) -> List[str]:
             inner = inner[4:]
         blocks.append(inner.strip())
     return blocks
+
+
+#: a query may take at most 1/QUERY_SHARE of the engine's context in a prompt (at least MIN_QUERY_TOKENS tokens);
+#: a longer one is cut there, so that the documents keep their room and the prompt fits
+QUERY_SHARE = 8
+MIN_QUERY_TOKENS = 32
+
+
+def fit_query(engine: Any, query: str) -> tuple:
+    """``(query, budget, cut)``: the query cut to its budget of the engine's context (see :data:`QUERY_SHARE`)."""
+    budget = max(MIN_QUERY_TOKENS, int(engine.context_length) // QUERY_SHARE)
+    if len(query) <= budget or engine.count_tokens(query) <= budget:  # a token is at least one character
+        return query, budget, False
+    return engine.truncate(query, budget), budget, True
+
+
+def warn_cut_queries(component: Any, count: int, budget: int, context: int) -> None:
+    """Count queries cut by :func:`fit_query` in ``component.cut_queries`` and say so."""
+    if count:
+        import warnings
+        component.cut_queries += count
+        warnings.warn(f'{component!r}: {count} queries longer than {budget} tokens (1/{QUERY_SHARE} of the context of '
+                      f'{context}) were cut to that length in the prompt (counted in .cut_queries)', stacklevel=3)

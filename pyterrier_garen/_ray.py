@@ -32,7 +32,7 @@ from . import _registry
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
-_EXTRA_HINT = "pip install 'pyterrier-garen[ray]'"
+_EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
 _SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
 
@@ -65,7 +65,8 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
 
 
 def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else v)
+    from ._redact import shown_url  # a credential inside a URL (user:KEY@host, ?api-key=KEY) is hidden too
+    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else shown_url(v))
             for k, v in kwargs.items()}
 
 
@@ -426,3 +427,4 @@ def encode_into(indexer, docs: Iterable[Dict[str, Any]], *, encoder: Callable[[]
     """
     return indexer.index(encode_docs(docs, factory=encoder, options=ray_options(ray), batch_size=batch_size,
                                      verbose=verbose))
+

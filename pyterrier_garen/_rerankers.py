@@ -17,7 +17,7 @@ import pyterrier as pt
 from ._driver import window_starts
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
-from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks
+from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries
 from ._vectors import VectorComponent
 
 __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
@@ -228,6 +228,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         UsageStats.reset_stats(self)
         self.malformed = 0
         self.failed = 0
+        self.cut_queries = 0
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'malformed': self.malformed, 'failed': self.failed}
@@ -260,10 +261,14 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             return pt.model.add_ranks(out)
         frame = inp.reset_index(drop=True)
         lists = []  # per query: (qid, query, row indices in list order)
+        cut_queries, query_budget = 0, 0
         for qid, group in frame.groupby('qid', sort=False):
             if 'rank' in group.columns:
                 group = group.sort_values('rank', kind='stable')
-            lists.append((qid, clean_text(group['query'].iloc[0]) if 'query' in group else '', group.index.to_numpy()))
+            query, query_budget, cut = fit_query(self.engine, clean_text(group['query'].iloc[0]))
+            cut_queries += cut
+            lists.append((qid, query, group.index.to_numpy()))
+        warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
         texts = frame[self.text_field].to_numpy()
         orders = [list(rows) for _, _, rows in lists]
         starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]

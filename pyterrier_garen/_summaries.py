@@ -16,11 +16,20 @@ from ._atomic import resource_errors
 from ._params import Rebuildable
 from ._io import atomic_write, open_no_follow, write_json
 
-__all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore']
+__all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore', 'SummariesFailedError',
+           'MAX_FAILED_SHARE']
 
 SUMMARIES = 'summaries.jsonl'
 PARTIAL = 'summaries.partial.jsonl'
 PARTIAL_META = 'summaries.partial.json'
+
+#: ``fallback_reason`` of a record made by the extractive fallback because the engine request failed (retried by the
+#: next run) or because the model's reply could not be used (greedy decoding would answer the same: kept)
+REQUEST_FAILED = 'request_failed'
+UNUSABLE_REPLY = 'unusable_reply'
+#: default of ``max_failed_share``: the largest share of a run's groups whose engine request may fail before
+#: :meth:`GroupCorpusGraph.summarize` stops with :class:`SummariesFailedError` instead of finishing
+MAX_FAILED_SHARE = 0.1
 
 # One group handed to a summariser: {'group': int, 'docs': [{'docno': str, 'text': str, 'title'?: str}, ...]}
 GroupDocs = Dict[str, Any]
@@ -134,6 +143,115 @@ class ExtractiveSummarizer(Rebuildable, Summarizer):
         return {'concept': concept, 'summary': summary[:self.max_chars]}
 
 
+def failed_request(record: Dict[str, Any]) -> bool:
+    """Whether a record is an extractive fallback made because its engine request failed (the next run retries it).
+
+    Records written before ``fallback_reason`` existed are recognised by their ``error`` text.
+    """
+    if not isinstance(record, dict) or not record.get('fallback'):
+        return False
+    reason = record.get('fallback_reason')
+    if reason is not None:
+        return reason == REQUEST_FAILED
+    return str(record.get('error') or '').startswith('engine request failed')
+
+
+class SummariesFailedError(RuntimeError):
+    """Too many groups of a summarisation run could not be summarised by the model because the engine request
+    failed (the server is down, overloaded, or refuses the requests). The finished records are kept; rerunning the
+    same call retries the failed groups.
+
+    Attributes:
+        failed: groups whose engine request failed.
+        total: groups the run had to summarise.
+        exit_status: the command line's exit status for this error (1: the run failed).
+    """
+    exit_status = 1
+
+    def __init__(self, message: str, *, failed: int, total: int):
+        super().__init__(message)
+        self.failed = failed
+        self.total = total
+
+
+class FailureBudget:
+    """Counts the failed engine requests of one summarisation run against ``max_failed_share`` of its groups.
+
+    Args:
+        total: groups the run summarises.
+        max_failed_share: the largest share of them whose request may fail (0: none; 1: any number).
+    """
+
+    def __init__(self, total: int, max_failed_share: float):
+        share = max_failed_share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ValueError(f'max_failed_share must be a number from 0 to 1 (the share of groups whose engine '
+                             f'request may fail), got {share!r}')
+        self.total, self.share = int(total), float(share)
+        self.failed: List[Dict[str, Any]] = []
+        self.unusable: List[Dict[str, Any]] = []
+        self.seen = 0
+
+    def count(self, records: Iterable[Dict[str, Any]]) -> None:
+        for record in records:
+            self.seen += 1
+            if failed_request(record):
+                self.failed.append(record)
+            elif isinstance(record, dict) and record.get('fallback'):
+                self.unusable.append(record)
+
+    @property
+    def exceeded(self) -> bool:
+        """True as soon as the failures are more than the share allows (they can only grow)."""
+        return len(self.failed) > self.share * self.total
+
+    def error(self, path: Path) -> SummariesFailedError:
+        stopped = '' if self.seen >= self.total else f' (stopped after {self.seen} groups)'
+        return SummariesFailedError(
+            f'{len(self.failed)} of the {self.total} groups to summarise could not be summarised by the model: their '
+            f'engine request failed{stopped}, more than max_failed_share={self.share:g} allows '
+            f'({_examples(self.failed)}). The {self.seen - len(self.failed)} other records are kept in '
+            f'{path / PARTIAL}; '
+            'fix the server (is it up, does it serve the model, is the key right?) and rerun the same command, which '
+            'retries only the failed groups, or raise max_failed_share (--max-failed-share) to accept extractive '
+            'fallbacks for them', failed=len(self.failed), total=self.total)
+
+    def warn(self) -> None:
+        import warnings
+        if self.failed:
+            warnings.warn(f'{len(self.failed)} of {self.total} groups got an extractive summary because their engine '
+                          f'request failed ({_examples(self.failed)}); they are marked (fallback_reason '
+                          f'"{REQUEST_FAILED}") and the next run of the same summarize retries them', stacklevel=3)
+        if self.unusable:
+            warnings.warn(f'{len(self.unusable)} of {self.total} groups got an extractive summary because the model\'s '
+                          f'reply could not be used ({_examples(self.unusable)}); they are marked (fallback_reason '
+                          f'"{UNUSABLE_REPLY}") and kept: greedy decoding would answer the same', stacklevel=3)
+
+
+def _examples(records: Sequence[Dict[str, Any]], limit: int = 2) -> str:
+    """The first distinct error texts of some records, for a message."""
+    seen: List[str] = []
+    for record in records:
+        error = ' '.join(str(record.get('error') or 'no error recorded').split())[:200]
+        if error not in seen:
+            seen.append(error)
+        if len(seen) == limit:
+            break
+    return 'e.g. ' + '; '.join(seen)
+
+
+def stamp(record: Dict[str, Any], group: int, provenance: Dict[str, Any]) -> Dict[str, Any]:
+    """The record as stored: its group id and its provenance. A fallback record names the summariser that really
+    wrote it (the extractive one, with the model's provenance under ``instead_of``)."""
+    record = {**record, 'group': group}
+    if record.get('fallback'):
+        made_by = record.pop('fallback_provenance', None) or _EXTRACTIVE_PROVENANCE
+        record['provenance'] = {**made_by, 'instead_of': provenance}
+    else:
+        record['provenance'] = provenance
+    return record
+
+
 class SummaryStore:
     """The summaries of one artifact folder: ``summaries.jsonl`` when finished, else a resumable partial run.
 
@@ -160,8 +278,13 @@ class SummaryStore:
     def final_file(self) -> Path:
         return self.path / SUMMARIES
 
-    def begin(self, config: Dict[str, Any], *, overwrite: bool = False) -> Dict[int, Dict[str, Any]]:
+    def begin(self, config: Dict[str, Any], *, overwrite: bool = False,
+              keep: Optional[Iterable[Dict[str, Any]]] = None) -> Dict[int, Dict[str, Any]]:
         """Start or resume a run of the summariser with ``config``; returns the records already finished.
+
+        Records whose engine request failed (:func:`failed_request`) do not count as finished: the run retries them.
+        ``keep``: records of a finished run of the same summariser that a fresh run starts from (a rerun that
+        retries the failed groups of ``summaries.jsonl``).
 
         Raises:
             FileExistsError: an unfinished run of another summariser is there (``overwrite=True`` discards it).
@@ -179,10 +302,12 @@ class SummaryStore:
                 raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
                                       f'({previous.get("summarizer") if isinstance(previous, dict) else previous}); '
                                       'pass overwrite=True to discard it')
-            self.done = _read_partial(partial, self.num_groups)
+            self.done = {g: r for g, r in _read_partial(partial, self.num_groups).items() if not failed_request(r)}
         else:
             partial.unlink(missing_ok=True)
             write_json(meta, {'summarizer': config, 'started': time.time()})
+            if keep:
+                self.add(r for r in keep if not failed_request(r))
         return dict(self.done)
 
     def missing(self) -> List[int]:
@@ -218,8 +343,13 @@ class SummaryStore:
         if missing:
             raise ValueError(f'{len(missing)} groups have no summary yet (e.g. {missing[:5]}); summarise them first')
         atomic_write(self.final_file, ''.join(json.dumps(self.done[gid]) + '\n' for gid in range(self.num_groups)))
-        return {'summarizer': config, 'count': self.num_groups,
-                'fallbacks': sum(bool(r.get('fallback')) for r in self.done.values())}
+        entry = {'summarizer': config, 'count': self.num_groups,
+                 'fallbacks': sum(bool(r.get('fallback')) for r in self.done.values())}
+        if entry['fallbacks']:  # what really wrote those records, and why
+            failed = sum(failed_request(r) for r in self.done.values())
+            entry['fallback_reasons'] = {REQUEST_FAILED: failed, UNUSABLE_REPLY: entry['fallbacks'] - failed}
+            entry['fallback_summarizer'] = ExtractiveSummarizer().config()
+        return entry
 
     def discard_partial(self) -> None:
         """Remove the partial run's files (after :meth:`finish` has been recorded)."""
@@ -281,7 +411,8 @@ def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
 
     A torn last line (killed mid-write) is dropped silently; any other line that is not a valid record (garbage, a
     group id out of range) is named in one warning with the file and line numbers, its group is summarised again,
-    and the file is rewritten with the valid records only. The first record of a group wins.
+    and the file is rewritten with the valid records only. The first record of a group wins, except that a record
+    whose engine request failed gives way to a later one of the same group that did not (a retry).
     """
     import warnings
     done: Dict[int, Dict[str, Any]] = {}
@@ -300,7 +431,8 @@ def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
         except ValueError:
             bad.append(lineno)
             continue
-        done.setdefault(gid, record)
+        if gid not in done or (failed_request(done[gid]) and not failed_request(record)):
+            done[gid] = record  # the first record of a group wins, unless a retry succeeded where it had failed
     if bad:
         shown = ', '.join(map(str, bad[:5])) + (', ...' if len(bad) > 5 else '')
         warnings.warn(f'{path}: {len(bad)} unreadable lines (line {shown}) skipped; {len(done)} valid records kept, '
@@ -308,3 +440,6 @@ def _read_partial(path: Path, num_groups: int) -> Dict[int, Dict[str, Any]]:
     if bad or keep < len(data):  # rewrite: valid records only, so the next append starts on a fresh line
         atomic_write(path, ''.join(json.dumps(r) + '\n' for r in done.values()))
     return done
+
+
+_EXTRACTIVE_PROVENANCE = {k: ExtractiveSummarizer().config()[k] for k in ('name', 'model', 'prompt_hash')}

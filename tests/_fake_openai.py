@@ -67,6 +67,8 @@ class FakeOpenAIServer:
         delay: seconds each POST waits before answering (to observe concurrency: ``max_in_flight``).
         fail_first: answer the first ``fail_first`` completion requests (after the script) with a 500.
         max_model_len: the context length ``/v1/models`` reports.
+        models: an action answering every GET of ``/v1/models`` instead (e.g. ``('trickle', 40, 0.25)`` or
+            ``('raw', 401, body, headers)``); GETs are recorded in ``gets``.
         reply: ``reply(body) -> text`` of a generation.
         generic: a plain OpenAI-style server: rejects vLLM's fields (400) and has no ``/tokenize`` or
             ``/detokenize`` (404).
@@ -74,10 +76,10 @@ class FakeOpenAIServer:
     """
 
     def __init__(self, script=(), *, repeat=False, delay=0.0, fail_first=0, max_model_len=2048, reply=default_reply,
-                 generic=False, lifetime=60.0):
+                 generic=False, models=None, lifetime=60.0):
         self.script, self.repeat = list(script), repeat
         self.delay, self.failures_left, self.max_model_len, self.reply = delay, fail_first, max_model_len, reply
-        self.generic = generic
+        self.generic, self.models, self.gets = generic, models, []
         self.vocab, self.words = dict(TOKEN_IDS), {i: w for w, i in TOKEN_IDS.items()}
         self.requests, self.in_flight, self.max_in_flight, self.lock = [], 0, 0, threading.Lock()
         server = self
@@ -98,6 +100,10 @@ class FakeOpenAIServer:
                 self._send(status, json.dumps(payload).encode(), {'Content-Type': 'application/json'})
 
             def do_GET(self):
+                with server.lock:
+                    server.gets.append(Request(time.monotonic(), self.path, self.headers.get('Authorization'), None))
+                if server.models is not None:
+                    return self._act(server.models, None)
                 model = {'id': MODEL, 'object': 'model', 'created': 0, 'owned_by': 'test',
                          'max_model_len': server.max_model_len}
                 self._json(200, {'object': 'list', 'data': [model]})
@@ -109,9 +115,17 @@ class FakeOpenAIServer:
                                                    body))
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                    action = server._next_action() if self.path.endswith('completions') else ('default',)
+                    route = self.path.split('?', 1)[0]  # a query (an api-key in base_url) does not change the route
+                    action = server._next_action() if route.endswith('completions') else ('default',)
                 try:
                     time.sleep(server.delay)
+                    self._act(action, body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+            def _act(self, action, body):
+                try:
                     if action[0] == 'ok':
                         self._json(200, action[1])
                     elif action[0] == 'raw':
@@ -128,12 +142,9 @@ class FakeOpenAIServer:
                     elif action[0] == 'fail':
                         self._json(500, {'error': {'message': 'boom', 'type': 'server_error'}})
                     else:
-                        self._json(*server.respond(self.path, body))
+                        self._json(*server.respond(self.path.split('?', 1)[0], body))
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
 
         self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
         self.httpd.daemon_threads = True

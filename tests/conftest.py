@@ -112,3 +112,15 @@ def fake_openai(local_network):
     yield make
     for server in servers:
         server.close()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line at the end of the run when tests were skipped for want of the shared test collections."""
+    from pyterrier_garen import data_dir
+    skipped = terminalreporter.stats.get('skipped', [])
+    missing = [r for r in skipped if 'set $GAREN_DATA' in str(getattr(r, 'longrepr', ''))]
+    if missing:
+        terminalreporter.write_line(
+            f'{len(missing)} tests skipped: the test collections (cranfield, scifact, vaswani) are not at '
+            f'{data_dir()}; to run them, set GAREN_DATA to the folder holding them (each a folder with docs.jsonl, '
+            'queries.tsv, qrels.txt; README "Collections")', yellow=True, bold=True)

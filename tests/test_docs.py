@@ -124,3 +124,67 @@ def test_pt_docs_build_with_sphinx(tmp_path):
     assert not warnings_text.strip(), warnings_text
     for page in RST:
         assert (tmp_path / 'html' / f'{page.stem}.html').is_file()
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# docs that cannot drift: generated blocks, options, paths (docs/regen.py)
+
+def _regen():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location('regen', ROOT / 'docs' / 'regen.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_generated_blocks_match_a_fresh_run():
+    """Every cheap ``<!-- generated: CMD -->`` block holds what CMD prints now (python docs/regen.py rewrites them)."""
+    regen = _regen()
+    found = 0
+    for page in regen.PAGES:
+        for _, slow, command, body in regen.blocks(page.read_text()):
+            found += 1
+            if not slow:
+                assert body == regen.run(command), f'{page.name}: rerun `python docs/regen.py` ({command})'
+    assert found >= 3
+
+
+def test_generated_signature_is_the_code_s():
+    import inspect
+
+    import pyterrier_garen
+    text = README.read_text()
+    shown = re.search(r'`GAREN\((.*?)\)`', text, flags=re.S).group(1)
+    names = [p.split('=')[0].strip() for p in shown.replace('\n', ' ').split(',') if p.strip() != '*']
+    assert names == [p for p in inspect.signature(pyterrier_garen.GAREN).parameters if p != 'self']
+
+
+def _command_options():
+    from pyterrier_garen.__main__ import build_parser
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == '_SubParsersAction')
+    return {name: {o for a in p._actions for o in a.option_strings} for name, p in sub.choices.items()}
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_command_lines_in_the_docs_exist(path):
+    """``python -m pyterrier_garen CMD --option`` in the docs: CMD is a command and every option is one of its."""
+    commands = _command_options()
+    for line in path.read_text().splitlines():
+        for match in re.finditer(r'(?:python -m pyterrier_garen|pyterrier-garen) ([a-z][\w-]*)([^`|]*)', line):
+            command = match.group(1)
+            assert command in commands, f'{path.name}: unknown command {command!r} in {line.strip()!r}'
+            for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', match.group(2)):
+                assert option in commands[command], f'{path.name}: {command} has no {option} ({line.strip()!r})'
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_paths_in_the_docs_exist(path):
+    """Repository paths the docs name in backticks (``bench/encode.py``, ``docs/llm.md``, ...) exist."""
+    text = path.read_text()
+    for name in re.findall(r'`((?:docs|bench|examples|notebooks|tests|pyterrier_garen|\.ci)/[\w./-]*\w)`', text):
+        assert (ROOT / name).exists(), f'{path.name} names {name}, which does not exist'
+    assert not re.search(r'pyterrier-garen/cranfield(?![-\w])', text), \
+        f'{path.name}: the workdir is <collection>-<fingerprint>'
+    assert "pip install 'pyterrier-garen[" not in text.replace("once it is, `pip install 'pyterrier-garen[", ''), \
+        f'{path.name}: the package is not on PyPI; from a clone it is pip install -e ".[extra]"'

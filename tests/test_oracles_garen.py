@@ -194,3 +194,35 @@ def test_vote_groups_counts_window_documents_and_uses_its_memo():
     assert {d: set(g) for d, g in memo.items()} == {'a': {1, 2}, 'b': {2}, 'c': set()}
     # the memo is what a later call reads (windows overlap): a planted entry is used as it stands
     assert vote_groups(['a', 'b'], neighbours, group_of, cache={'a': (7,)}) == {7: 1, 2: 1}
+
+
+def test_select_groups_orders_by_vote_then_best_rank_then_id():
+    from pyterrier_garen._garen import select_groups
+    # vote order, first-stage-rank order and id order all differ here:
+    # G2 (vote 3), G4 (vote 2, best rank 0), G3 (vote 2, rank 5), G1 (vote 1); by id it would be G1 G2 G3 G4,
+    # without the rank G2 G3 G4 G1
+    votes, best = {1: 1, 2: 3, 3: 2, 4: 2}, {4: 0, 3: 5, 1: 1}
+    assert select_groups(votes, {}, 4, best_rank=best, is_open=lambda g: True, fill=[]) == [2, 4, 3, 1]
+    assert select_groups(votes, {}, 2, best_rank=best, is_open=lambda g: True, fill=[9]) == [2, 4]
+    # a group absent from R_0 (no best rank) comes after every ranked one of its vote
+    assert select_groups({5: 2, 6: 2}, {}, 2, best_rank={6: 3}, is_open=lambda g: True, fill=[]) == [6, 5]
+
+
+def test_garen_asks_the_navigator_for_the_best_voted_groups_first():
+    """Through GAREN: with K_g = 2 of four candidates, the navigator sees G3 (vote 2) and G2 (best rank 4), not the
+    two smallest ids."""
+    from _toy_graph import ToyGroupGraph
+    groups = {'r0': 0, 'r1': 0, 'r2': 0, 'r3': 0, 'r4': 2, 'r5': 1, 'x1': 1, 'x2': 2, 'x3': 3, 'x4': 4, 'x5': 3}
+    adjacency = {'r0': ['x3'], 'r1': ['x5'], 'r2': ['x1'], 'r3': ['x2', 'x4']}
+    navigator = DictScorer({})
+    GAREN(DictScorer({}), ToyGroupGraph(adjacency, groups), navigator, window=4, keep=1, budget=8, group_budget=2)(
+        first_stage(['r0', 'r1', 'r2', 'r3', 'r4', 'r5']))
+    assert navigator.calls[0].docno.tolist() == ['3', '2']
+
+
+@pytest.mark.parametrize(('kwargs', 'name'), [({'window': 2.5}, 'window'), ({'window': 8.0}, 'window'),
+                                              ({'keep': 0}, 'keep'), ({'keep': 1.5}, 'keep')])
+def test_window_and_keep_must_be_positive_integers(kwargs, name):
+    # keep < window alone would accept all four
+    with pytest.raises(ValueError, match=name):
+        worked_garen(**kwargs)

@@ -53,3 +53,47 @@ def test_ray_encoding_refuses_a_live_encoder(cranfield, minilm, tmp_path):
         encode_corpus(_Head(cranfield), tmp_path / 'x.flex', encoder=minilm, ray=RayOptions(workers=2),
                       verbose=False)
     assert not (tmp_path / 'x.flex').exists()
+
+
+def test_ray_encoding_resumes_after_an_interruption(ray_cluster, tmp_path, monkeypatch):
+    """Interrupted (the third finished chunk fails to be stored), then rerun: only the missing chunks go to the
+    actors, and the index has the bytes of an uninterrupted Ray run."""
+    import pyterrier_garen._encoding as encoding
+    from pyterrier_garen._encoding import ChunkStore, partial_dir
+    from pyterrier_garen._graphs import _with_title
+    from pyterrier_garen.synthetic import make_synthetic
+
+    from _tiny_encoder import build_tiny_sbert
+    collection = make_synthetic(tmp_path / 'synthetic', docs_per_topic=8, queries_per_topic=1)  # 128 documents
+    folder = build_tiny_sbert(tmp_path / 'tiny-sbert',
+                              [_with_title(d)['text'] for d in collection.get_corpus_iter(verbose=False)])
+    spec, options = f'sbert:{folder}', RayOptions(workers=2)
+    monkeypatch.setattr(encoding, 'CHUNK', 16)  # 8 chunks
+    whole = encode_corpus(collection, tmp_path / 'whole.flex', encoder=spec, ray=options, verbose=False)
+
+    real_write, writes = ChunkStore.write, []
+
+    def failing_write(self, chunk, vecs):
+        if len(writes) == 2:
+            raise KeyboardInterrupt
+        writes.append(chunk)
+        real_write(self, chunk, vecs)
+    monkeypatch.setattr(ChunkStore, 'write', failing_write)
+    path = tmp_path / 'v.flex'
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(collection, path, encoder=spec, ray=options, verbose=False)
+    monkeypatch.setattr(ChunkStore, 'write', real_write)
+    assert not path.exists()
+    assert sorted(int(p.stem.split('-')[1]) for p in partial_dir(path).glob('chunk-*.npy')) == sorted(writes)
+
+    real_chunks, sent = encoding.encode_chunks, []
+
+    def recording(jobs, **kwargs):
+        sent.extend(c for c, _ in jobs)
+        return real_chunks(jobs, **kwargs)
+    monkeypatch.setattr(encoding, 'encode_chunks', recording)
+    encode_corpus(collection, path, encoder=spec, ray=options, verbose=False)
+    assert sorted(sent) == sorted(set(range(8)) - set(writes))  # the finished chunks were not encoded again
+    for name in ('vecs.f4', 'docnos.npids', 'pt_meta.json'):
+        assert (path / name).read_bytes() == (Path(whole.index_path) / name).read_bytes(), name
+    assert not partial_dir(path).exists()

@@ -75,7 +75,7 @@ def test_key_echoed_by_a_refusing_server_is_hidden():
                                  'code': 'invalid_api_key'}}).encode()
     with ScriptedServer([('raw', 401, body, {'Content-Type': 'application/json'})]) as server:
         engine = OpenAIEngine(server.url, 'm', api_key=KEY, max_retries=0)
-        with pytest.raises(RuntimeError, match='was refused .AuthenticationError') as info:
+        with pytest.raises(RuntimeError, match='refused the credentials .HTTP 401 AuthenticationError') as info:
             engine.generate([[{'role': 'user', 'content': 'x'}]], max_tokens=2)
     assert KEY not in str(info.value)
     assert info.value.__cause__ is None

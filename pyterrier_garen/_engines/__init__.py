@@ -17,8 +17,8 @@ Engines know nothing of the components built on them: ``ListwiseReranker(engine)
 ``LLMSummarizer(engine)`` share one engine and keep their own :class:`UsageStats` (calls, prompts, prompt and
 completion tokens).
 """
-from ._base import (Conversation, Engine, Generation, Secret, UsageStats, generate_each, redact, resolve_api_key,
-                    softmax_yes, truncate_each, yes_no_each)
+from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, UsageStats, generate_each,
+                    no_information, redact, resolve_api_key, softmax_yes, truncate_each, usable_logprob, yes_no_each)
 from ._tokens import ServerTokenizer, render_chat, split_prefill
 from ._openai import DeadlineExceeded, InvalidResponseError, OpenAIEngine, RequestRefused
 from ._transformers import TransformersEngine
@@ -27,4 +27,4 @@ from ._vllm import VLLMEngine
 __all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', 'TransformersEngine', 'Conversation',
            'Secret', 'generate_each', 'yes_no_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill',
            'softmax_yes', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'truncate_each',
-           'ServerTokenizer']
+           'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information']

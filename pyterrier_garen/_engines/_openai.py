@@ -13,10 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .._params import Rebuildable, check_int, check_number, check_optional_positive, check_positive
-from ._base import Conversation, Engine, Generation, _require, redact, resolve_api_key, softmax_yes
+from .._redact import SecretURL, protect_url, watch_logs
+from ._base import (AccessRefused, Conversation, Engine, Generation, _require, no_information, redact, resolve_api_key,
+                    softmax_yes, usable_logprob)
 from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
-__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded']
+__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'RequestFailed']
 
 # greedy decoding, said in full: a server applies the model's generation_config.json to whatever a request leaves out
 _GREEDY = {'temperature': 0.0, 'top_p': 1.0, 'presence_penalty': 0.0, 'frequency_penalty': 0.0}
@@ -37,6 +39,12 @@ class DeadlineExceeded(TimeoutError):
     """A request took longer than its overall deadline."""
 
 
+class RequestFailed(RuntimeError):
+    """A request still failed after every retry (the server is down, overloaded or too slow). Components count it
+    per item; where it ends a run (a token count the prompt needs), the command line says it in one line (status 1)."""
+    exit_status = 1
+
+
 def _check_completion(response):
     """``response`` when it is a completion with at least one choice, else :class:`InvalidResponseError`."""
     choices = getattr(response, 'choices', None)
@@ -46,6 +54,15 @@ def _check_completion(response):
         raise InvalidResponseError(f'the server answered with something that is not a completion ({str(shown)[:80]!r}'
                                    '); is base_url the OpenAI-compatible API (ending in /v1)?')
     return response
+
+
+def _positive_int(value: Any) -> Optional[int]:
+    """``value`` as an int when it is a positive integer (an integral float such as 4096.0 included), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if value >= 1 else None
 
 
 class OpenAIEngine(Rebuildable, Engine):
@@ -77,7 +94,9 @@ class OpenAIEngine(Rebuildable, Engine):
     lose exactness are counted (:attr:`extension_fallbacks`, :attr:`inexact_yes_no`) and warned about.
 
     Args:
-        base_url: the server's URL (``http://host:8000/v1``) or a list of URLs.
+        base_url: the server's URL (``http://host:8000/v1``) or a list of URLs. A credential inside a URL
+            (``http://user:KEY@host/v1``, ``?api-key=KEY``) is sent (basic auth; the query with every request) but
+            never shown: reprs, errors and the HTTP libraries' log records show ``<hidden>``.
         model: the served model name.
         api_key: the API key; ``None`` (default) reads ``$OPENAI_API_KEY``, and without it sends ``'EMPTY'`` (a
             local vLLM server). The key is kept as a :class:`Secret`: it never appears in a repr, log record, error
@@ -88,8 +107,9 @@ class OpenAIEngine(Rebuildable, Engine):
         max_retries: retries of a failed request.
         retry_backoff: seconds before the first retry, doubled on each further retry.
         seed: the seed sent with every request (decoding is greedy, ``temperature=0``).
-        context_length: the model's context length; None asks the server (vLLM reports ``max_model_len``) and
-            falls back to 8192.
+        context_length: the model's context length (a positive integer); None asks the server (vLLM reports
+            ``max_model_len``, under the same deadline and retries as every request) and falls back to 8192 with a
+            warning when it cannot tell or reports something that is not a positive integer.
         tokenizer: None, a tokenizer folder or a model name in the local Hugging Face cache (loaded offline, never
             downloaded), or a tokenizer object (see above).
         chat_template_kwargs: extra chat template variables (e.g. ``{'enable_thinking': False}``).
@@ -123,7 +143,9 @@ class OpenAIEngine(Rebuildable, Engine):
         check_int('max_retries', max_retries, low=0)
         check_int('seed', seed)
         check_optional_positive(context_length=context_length)
-        self.base_url = base_url
+        watch_logs()  # the HTTP libraries log every request's URL: scrub credentials from their records
+        urls = [protect_url(url) for url in urls]  # a credential inside a URL is never shown
+        self.base_url = urls[0] if isinstance(base_url, str) else urls
         self.model = model
         self.api_key = None if api_key is None else resolve_api_key(api_key)  # as given: None reads the env
         self.max_concurrency = max_concurrency
@@ -154,7 +176,8 @@ class OpenAIEngine(Rebuildable, Engine):
 
     def _client(self, url: str):
         openai = importlib.import_module('openai')
-        return openai.OpenAI(base_url=url, api_key=self._key.reveal(), timeout=self.timeout, max_retries=0)
+        where = url.client_args() if isinstance(url, SecretURL) else {'base_url': url}
+        return openai.OpenAI(**where, api_key=self._key.reveal(), timeout=self.timeout, max_retries=0)
 
     # ---- tokens
     @property
@@ -164,15 +187,39 @@ class OpenAIEngine(Rebuildable, Engine):
         return self._context_length
 
     def _ask_context_length(self) -> int:
+        """The server's ``max_model_len`` for the model (vLLM lists it with the models), through the same retries
+        and overall deadline as every request; a value that is not a positive integer, a model the server does not
+        list or a failed request gives 8192 with a warning. A refused key (401/403) stops the run."""
+        fallback = 'assuming 8192 tokens; pass context_length= to say it'
+        url = self._urls[0]
         try:
-            for entry in self._clients[0].models.list().data:
-                if entry.id == self.model:
-                    value = getattr(entry, 'max_model_len', None) or (entry.model_extra or {}).get('max_model_len')
-                    if value:
-                        return int(value)
-        except Exception:  # noqa: BLE001 - any failure means "unknown"; the fallback is documented
-            pass
-        return 8192
+            listing = self._request(lambda c: c.models.list(), completion=False, first=0)
+            entries = list(getattr(listing, 'data', None) or [])
+        except AccessRefused:
+            raise
+        except Exception as ex:  # noqa: BLE001 - said, and the documented fallback is used
+            warnings.warn(f'{self!r}: could not read the context length of {self.model!r} from {url}/models '
+                          f'({redact(str(ex), self._key)[:300]}); {fallback}', stacklevel=3)
+            return 8192
+        for entry in entries:
+            if getattr(entry, 'id', None) == self.model:
+                extra = getattr(entry, 'model_extra', None) or {}
+                value = getattr(entry, 'max_model_len', None)
+                value = extra.get('max_model_len') if value is None else value
+                if value is None:
+                    break
+                number = _positive_int(value)
+                if number is None:
+                    warnings.warn(f'{self!r}: {url} reports max_model_len={value!r} for {self.model!r}, which is not '
+                                  f'a positive integer; ignoring it and {fallback}', stacklevel=3)
+                    return 8192
+                return number
+        else:
+            served = [getattr(e, 'id', None) for e in entries][:5]
+            warnings.warn(f'{self!r}: {url}/models does not list {self.model!r} (it lists {served}); {fallback}',
+                          stacklevel=3)
+            return 8192
+        return 8192  # listed without max_model_len: not a vLLM server, which is fine
 
     # token counts and cuts: the given tokenizer, else the server's (/tokenize, /detokenize), else the estimate
     _estimate_fix = ('pass tokenizer= (the model\'s tokenizer folder, loaded offline) or serve the model with vLLM, '
@@ -224,19 +271,21 @@ class OpenAIEngine(Rebuildable, Engine):
         return self._request(call, completion=False)
 
     # ---- requests
-    def _request(self, fn, *, completion: bool = True):
-        """Run ``fn(client)`` with retries; each attempt goes to the next server in round-robin order.
+    def _request(self, fn, *, completion: bool = True, first: Optional[int] = None):
+        """Run ``fn(client)`` with retries; each attempt goes to the next server in round-robin order (from server
+        ``first`` when given, without moving the round-robin).
 
         Each attempt has an overall deadline of ``timeout`` seconds; connection errors, timeouts, HTTP 429/5xx and
-        200 answers that are not a completion are retried (honouring ``Retry-After``), other errors are raised at
-        once. Messages never contain the API key.
+        200 answers that are not a completion are retried (honouring ``Retry-After``); a refused key (401/403) is
+        :class:`AccessRefused`, other errors are raised at once. Messages never contain the API key or a credential
+        of a URL.
         """
         openai = importlib.import_module('openai')
         retryable = (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError,
                      openai.InternalServerError, openai.APIResponseValidationError, InvalidResponseError,
                      DeadlineExceeded)
         with self._lock:
-            start = next(self._next)
+            start = next(self._next) if first is None else first
         for attempt in range(self.max_retries + 1):
             index = (start + attempt) % len(self._clients)
             with self._lock:
@@ -251,11 +300,16 @@ class OpenAIEngine(Rebuildable, Engine):
                                f'{self.model!r}, or raise timeout=/max_retries=')
                 else:
                     delay = self._retry_delay(ex, attempt)
+            except (openai.AuthenticationError, openai.PermissionDeniedError) as ex:
+                message = (f'{self._urls[index]} refused the credentials (HTTP {getattr(ex, "status_code", "?")} '
+                           f'{type(ex).__name__}: {str(ex)[:300]}); no retry can fix this, so the run stops: check '
+                           f'the API key (api_key=, or $OPENAI_API_KEY) and that it may use {self.model!r}')
+                refused = AccessRefused
             except openai.APIError as ex:
                 message = f'request to {self._urls[index]} was refused ({type(ex).__name__}: {str(ex)[:300]})'
-                refused = isinstance(ex, openai.BadRequestError)
+                refused = RequestRefused if isinstance(ex, openai.BadRequestError) else False
             if message is not None:  # raised outside the handler: the original (which may quote the key) is dropped
-                raise (RequestRefused if refused else RuntimeError)(redact(message, self._key))
+                raise (refused or RequestFailed)(redact(message, self._key))
             time.sleep(delay)
         raise AssertionError('unreachable')  # pragma: no cover
 
@@ -400,6 +454,8 @@ class OpenAIEngine(Rebuildable, Engine):
     def _server_token_ids(self, word: str) -> Optional[List[int]]:
         try:
             ids = self._server_tokenizer.encode_many([word])
+        except AccessRefused:
+            raise
         except Exception:  # noqa: BLE001 - a failing /tokenize only costs exactness; the caller falls back
             return None
         return None if ids is None else ids[0]
@@ -415,6 +471,7 @@ class OpenAIEngine(Rebuildable, Engine):
         inexact, unscored = [0], [0]
 
         def pick(candidates: Dict[str, float], exact: bool) -> Generation:
+            candidates = {t: v for t, v in ((t, usable_logprob(v)) for t, v in candidates.items()) if v is not None}
             yes_lp = no_lp = None
             for token, logprob in candidates.items():
                 if exact and token.startswith('token_id:'):
@@ -427,13 +484,13 @@ class OpenAIEngine(Rebuildable, Engine):
                     yes_lp = logprob
                 elif word == no.lower() and (no_lp is None or logprob > no_lp):
                     no_lp = logprob
-            if yes_lp is None and no_lp is None:
+            floor = min(candidates.values()) if candidates else 0.0
+            if no_information(yes_lp, no_lp, floor):  # missing, NaN or -inf on both sides: 0.5 is no score
                 with self._lock:
                     unscored[0] += 1
             elif yes_lp is None or no_lp is None:
                 with self._lock:
                     inexact[0] += 1
-            floor = min(candidates.values()) if candidates else 0.0
             probability = softmax_yes(yes_lp, no_lp, floor)
             return Generation(text=yes if probability >= 0.5 else no, probability=probability)
 

@@ -10,8 +10,8 @@ summariser's group prompt) asks its engine, and the engine answers with the mode
 3. only as a last resort, an estimate of characters per token (:func:`estimate_count`, :func:`estimate_truncate`),
    which the engine warns about once.
 
-Cutting is the same on every route: the text is encoded without special tokens, the first ``max_tokens`` ids are
-kept and decoded back (special tokens skipped), so a server and an in-process engine of the same model cut a
+Cutting is the same on every route: the text is encoded without adding special tokens, the first ``max_tokens`` ids
+are kept and decoded back (as vLLM's ``/detokenize`` does), so a server and an in-process engine of the same model cut a
 document at the same token.
 """
 from __future__ import annotations
@@ -77,11 +77,15 @@ def load_tokenizer(name: str, what: str) -> Any:
 
 
 def hf_truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
-    """``text`` cut to its first ``max_tokens`` tokens by ``tokenizer`` (unchanged when it has no more)."""
+    """``text`` cut to its first ``max_tokens`` tokens by ``tokenizer`` (unchanged when it has no more).
+
+    The kept ids are decoded as vLLM's ``/detokenize`` decodes them (special tokens kept), so a cut text is the same
+    on every route, and cutting never removes text that a text short enough to be kept whole would keep.
+    """
     ids = tokenizer.encode(text, add_special_tokens=False)
     if len(ids) <= max_tokens:
         return text
-    return tokenizer.decode(ids[:max(0, int(max_tokens))], skip_special_tokens=True)
+    return tokenizer.decode(ids[:max(0, int(max_tokens))])
 
 
 class HFTokenizerMixin:

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import importlib
+import math
 from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable, check_optional_positive, check_positive
-from ._base import Conversation, Engine, Generation, _require, softmax_yes
+from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['TransformersEngine']
@@ -151,13 +152,18 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
         prompts = self._prompt_ids(conversations)
         self._check_length(prompts, 1)
         result: List[Optional[Generation]] = [None] * len(prompts)
+        unscored = 0
         for indices, ids, mask in self._batches(prompts):
             with torch.no_grad():
                 logits = self.lm(input_ids=ids, attention_mask=mask).logits[:, -1, :].float()
             pair = torch.log_softmax(logits, dim=-1)[:, [yes_id, no_id]].tolist()
             for row, i in enumerate(indices):
-                yes_lp, no_lp = pair[row]
+                yes_lp, no_lp = (usable_logprob(v) for v in pair[row])
+                if no_information(yes_lp, no_lp, -math.inf) or None in (yes_lp, no_lp):  # NaN or -inf logits
+                    unscored += 1
+                    yes_lp = no_lp = 0.0
                 result[i] = Generation(text=yes if yes_lp >= no_lp else no, prompt_tokens=len(prompts[i]),
                                        completion_tokens=1, finish_reason='length',
                                        probability=softmax_yes(yes_lp, no_lp, min(yes_lp, no_lp)))
+        self._note_unscored(unscored)
         return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
-from ._base import Conversation, Engine, Generation, _require, softmax_yes
+from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
@@ -92,15 +92,20 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         except TypeError:  # a vLLM without logprob_token_ids
             params = self._sampling(vllm, max_tokens=1, logprobs=20, allowed_token_ids=[yes_id, no_id])
         outputs = self.llm.generate(self._prompts(conversations), params, use_tqdm=False)
-        result, inexact = [], 0
+        result, inexact, unscored = [], 0, 0
         for out in outputs:
             top = out.outputs[0].logprobs[0] if out.outputs[0].logprobs else {}
-            logprobs = {tid: float(getattr(lp, 'logprob', lp)) for tid, lp in top.items()}
-            inexact += yes_id not in logprobs or no_id not in logprobs
+            logprobs = {tid: usable_logprob(getattr(lp, 'logprob', lp)) for tid, lp in top.items()}
+            logprobs = {tid: lp for tid, lp in logprobs.items() if lp is not None}  # NaN and +inf say nothing
             floor = min(logprobs.values()) if logprobs else 0.0
+            if no_information(logprobs.get(yes_id), logprobs.get(no_id), floor):
+                unscored += 1
+            else:
+                inexact += yes_id not in logprobs or no_id not in logprobs
             probability = softmax_yes(logprobs.get(yes_id), logprobs.get(no_id), floor)
             result.append(Generation(text=out.outputs[0].text, prompt_tokens=len(out.prompt_token_ids or ()),
                                      completion_tokens=len(out.outputs[0].token_ids), probability=probability,
                                      finish_reason=out.outputs[0].finish_reason))
         self._note_inexact(inexact, 'this vLLM does not return log-probabilities of chosen token ids')
+        self._note_unscored(unscored)
         return result

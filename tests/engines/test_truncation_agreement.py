@@ -15,7 +15,9 @@ from pyterrier_garen._engines._tokens import estimate_truncate
 
 pytestmark = [pytest.mark.engines, pytest.mark.usefixtures('local_network')]
 
-CUT_CONTEXT = 512  # max_model_len of the servers started here: Cranfield's long documents do not fit it
+# max_model_len of the servers started here: Cranfield's long documents do not fit it; the small vocabulary (about
+# 2 characters per token) needs more room for the listwise prompt's own text
+CONTEXTS = {'small': 1024, 'large': 512, 'separate': 512}
 
 
 @pytest.fixture(scope='module')
@@ -35,8 +37,8 @@ def engine_pair(request, tokenizer_models, tmp_path_factory):
     from conftest import serve
     path = tokenizer_models[request.param]
     log = tmp_path_factory.mktemp(f'server-{request.param}') / 'server.log'
-    with serve(path, log, context=CUT_CONTEXT) as url:
-        local = VLLMEngine(str(path), seed=0, **{**VLLM_ARGS, 'max_model_len': CUT_CONTEXT})
+    with serve(path, log, context=CONTEXTS[request.param]) as url:
+        local = VLLMEngine(str(path), seed=0, **{**VLLM_ARGS, 'max_model_len': CONTEXTS[request.param]})
         try:
             yield request.param, OpenAIEngine(url, SERVED_NAME, max_concurrency=8), local
         finally:
@@ -54,6 +56,8 @@ def _report(kind, what, value):
 def test_documents_are_cut_at_the_same_token(engine_pair, long_rows):
     kind, served, local = engine_pair
     texts = list(long_rows['text'].unique())
+    ratio = sum(map(len, texts)) / sum(local.count_tokens(t) for t in texts)
+    _report(kind, 'characters per token (the 12 longest Cranfield documents)', f'{ratio:.2f}')
     for budget in (37, 200):
         cut = served.truncate_many(texts, budget)
         assert cut == local.truncate_many(texts, budget)
@@ -74,7 +78,7 @@ def test_navigator_prompts_and_yes_probabilities_agree(engine_pair, long_rows):
     assert sum(len(d) < len(t) for d, t in zip(docs, long_rows['text'], strict=True)) >= len(docs) // 2
     sent = [[g.prompt_tokens for entry in r.calls('yes_no') for g in entry[2]] for r in recordings]
     assert sent[0] == sent[1]  # the server rendered the prompt the in-process engine tokenized
-    assert max(sent[1]) <= CUT_CONTEXT - 1
+    assert max(sent[1]) <= CONTEXTS[kind] - 1
     difference = float(np.abs(scores[0] - scores[1]).max())
     _report(kind, f'P(yes) max |server - in-process| over {len(docs)} rows', f'{difference:.2e}')
     assert difference <= 1e-3
@@ -84,9 +88,14 @@ def test_listwise_prompts_and_ranking_agree(engine_pair, long_rows):
     kind, served, local = engine_pair
     rows = long_rows[long_rows.qid.isin(long_rows.qid.unique()[:2])].groupby('qid').head(8)
     recordings = [Recording(served), Recording(local)]
-    runs = [ListwiseReranker(r, window=4, stride=2, max_tokens=24)(rows) for r in recordings]
+    rerankers = [ListwiseReranker(r, window=4, stride=2, max_tokens=24) for r in recordings]
+    runs = [reranker(rows) for reranker in rerankers]
+    assert [reranker.failed for reranker in rerankers] == [0, 0]
     prompts = [[c for entry in r.calls('generate') for c in entry[1]] for r in recordings]
+    assert len(prompts[0]) == 6  # 2 queries x 3 windows of 8 documents
     assert prompts[0] == prompts[1]
+    docs = [line for c in prompts[0] for line in c[-1]['content'].splitlines() if line[:1] == '[']
+    assert sum(len(d) < 300 for d in docs) >= len(docs) // 2  # the window's documents were cut
     texts = [[g.text for entry in r.calls('generate') for g in entry[2]] for r in recordings]
     assert texts[0] == texts[1]
     same = runs[0][['qid', 'docno', 'rank']].reset_index(drop=True).equals(

@@ -1,0 +1,102 @@
+"""Sharing without surprises (issue 19): to_hf/from_hf without a network end in one line naming the cause and the
+offline route; the offline route (build_package -> a path, or a static HTTP server on 127.0.0.1 -> load) works, and
+an unpacked package loads with pt.Artifact.load. No shared data needed (a small GroupCorpusGraph from arrays)."""
+import functools
+import http.server
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyterrier as pt
+import pytest
+
+from pyterrier_garen import GroupCorpusGraph, load_package
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = 'hf_NotARealTokenButASecret123'
+
+
+def _groups(path):
+    (path.parent / 'share').mkdir()
+    docnos = [f'd{i}' for i in range(6)]
+    edges = np.array([[1], [0], [3], [2], [5], [4]])
+    return GroupCorpusGraph.from_arrays(path, docnos, edges, np.ones((6, 1)), labels=[0, 0, 1, 1, 2, 2])
+
+
+def _same(a, b):
+    assert isinstance(b, GroupCorpusGraph)
+    assert b.num_groups == a.num_groups
+    assert [b.group_members(g) for g in range(b.num_groups)] == [a.group_members(g) for g in range(a.num_groups)]
+    assert list(b.neighbours('d2')) == list(a.neighbours('d2')) == ['d3']
+
+
+def test_package_file_loads_from_a_path(tmp_path):
+    groups = _groups(tmp_path / 'groups')
+    package = groups.build_package(str(tmp_path / 'share' / 'groups.tar.lz4'), verbose=False)
+    loaded = load_package(package)
+    _same(groups, loaded)
+    unpacked = tmp_path / 'share' / 'groups'
+    assert Path(loaded.path) == unpacked
+    _same(groups, pt.Artifact.load(str(unpacked)))  # the unpacked package is an ordinary artifact folder
+    _same(groups, pt.Artifact.from_url(str(unpacked)))  # as is a path given to from_url
+    _same(groups, load_package(package))  # a second load reuses the unpacked folder
+    with pytest.raises(FileNotFoundError, match='build_package'):
+        load_package(tmp_path / 'missing.tar.lz4')
+
+
+def test_package_served_over_http_on_localhost(tmp_path, monkeypatch, local_network):
+    groups = _groups(tmp_path / 'groups')
+    package = groups.build_package(str(tmp_path / 'share' / 'groups.tar.lz4'), verbose=False)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / 'share'))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv('PYTERRIER_HOME', str(tmp_path / 'home'))
+    try:
+        loaded = pt.Artifact.from_url(f'http://127.0.0.1:{server.server_address[1]}/{Path(package).name}')
+    finally:
+        server.shutdown()
+        server.server_close()
+    _same(groups, loaded)
+
+
+NO_NETWORK = '''
+import sys
+import pyterrier._artifact as artifact
+import numpy as np
+from pyterrier_garen import GroupCorpusGraph
+groups = GroupCorpusGraph.from_arrays(sys.argv[1], ['a', 'b', 'c', 'd'], np.array([[1], [0], [3], [2]]),
+                                      np.ones((4, 1)), labels=[0, 0, 1, 1])
+# nothing listens on 127.0.0.1:9: every request fails to connect, as without a network
+artifact._hf_url_resolver = lambda url: artifact.UrlResolverResult('http://127.0.0.1:9/artifact.tar.lz4', {})
+for call in (lambda: groups.to_hf('user/repo'), lambda: GroupCorpusGraph.from_hf('user/repo')):
+    try:
+        call()
+    except ConnectionError as ex:
+        print('ERROR', ex)
+'''
+
+
+@pytest.mark.parametrize('offline', [False, pytest.param(True, marks=pytest.mark.slow)],
+                         ids=['refused', 'HF_HUB_OFFLINE'])
+def test_hub_without_network_is_one_line(tmp_path, offline):
+    pytest.importorskip('huggingface_hub', reason='huggingface_hub is not installed')
+    env = {**{k: v for k, v in os.environ.items() if 'proxy' not in k.lower()},
+           'HF_ENDPOINT': 'http://127.0.0.1:9', 'HF_TOKEN': SECRET,
+           'PYTERRIER_HOME': str(tmp_path / 'home'), 'HF_HUB_OFFLINE': '1' if offline else '0',
+           'PYTHONPATH': str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', '')}
+    proc = subprocess.run([sys.executable, '-c', textwrap.dedent(NO_NETWORK), str(tmp_path / 'g')], env=env,
+                          capture_output=True, text=True, timeout=300)
+    errors = [line for line in proc.stdout.splitlines() if line.startswith('ERROR')]
+    assert len(errors) == 2, proc.stdout + proc.stderr[-3000:]
+    assert errors[0].startswith("ERROR to_hf('user/repo'): the Hugging Face Hub cannot be reached")
+    assert errors[1].startswith("ERROR from_hf('user/repo'): the Hugging Face Hub cannot be reached")
+    for line in errors:
+        assert 'offline route: groups.build_package(' in line
+        assert 'load_package' in line
+    assert ('HF_HUB_OFFLINE is set' in errors[0]) == offline
+    assert SECRET not in proc.stdout + proc.stderr
