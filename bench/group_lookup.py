@@ -6,8 +6,11 @@
 The artifact (synthetic planted graph, groups given as labels, so no Leiden run) is built once under
 ``$GAREN_BENCH_CACHE`` (default: the system temp folder) and reused. Every measurement runs in a fresh
 subprocess (cold Python objects, warm OS page cache): ``open`` is ``GroupCorpusGraph(path)``, ``groups_of`` one
-batched call for all docnos, ``group_of`` one call per docno; ``traced MB`` is the Python heap allocated by open +
-lookups (tracemalloc), which stays far below one object per document.
+batched call for all docnos, ``group_of`` one call per docno, ``group_of_npids`` the same through npids' vectorised
+look-up once per docno (the route before ``_docno_index``), for comparison; ``traced MB`` is the Python heap
+allocated by open + lookups (tracemalloc), which stays far below one object per document (measured on a second
+instance, since tracemalloc slows every allocation). Per-docno times are wall clock and process CPU time of the
+look-ups alone, on the first instance, untraced.
 """
 import argparse
 import json
@@ -17,6 +20,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+
+def _child_env() -> dict:
+    """The children import this checkout's package (``python bench/x.py`` puts only ``bench/`` on the path)."""
+    root = str(Path(__file__).resolve().parents[1])
+    return {**os.environ, 'PYTHONPATH': os.pathsep.join(filter(None, [root, os.environ.get('PYTHONPATH')]))}
 
 
 def build(path: Path, num_docs: int) -> None:
@@ -29,28 +38,41 @@ def build(path: Path, num_docs: int) -> None:
     GroupCorpusGraph.from_arrays(path, docnos, edges, weights, labels=np.asarray(subtopics))
 
 
+def _look_up(groups, wanted, mode: str):
+    if mode == 'groups_of':
+        return groups.groups_of(wanted)
+    if mode == 'group_of':
+        return [groups.group_of(d) for d in wanted]
+    # the route before the fast path: one vectorised npids look-up per docno
+    from pyterrier_garen._graphs import lookup_ids
+    return [int(groups.group_ids[lookup_ids(groups._docnos, [d])[0]]) for d in wanted]
+
+
 def measure(path: Path, num_lookups: int, mode: str) -> dict:
     import tracemalloc
 
     import numpy as np
 
     from pyterrier_garen import GroupCorpusGraph
-    tracemalloc.start()
+    rng = np.random.default_rng(1)
+    doc_count = int(json.loads((path / 'pt_meta.json').read_text())['doc_count'])
+    wanted = [f'doc{i}' for i in rng.integers(0, doc_count, size=num_lookups)]
+    # timed without tracemalloc (which slows every allocation several-fold), then the heap measured on a second,
+    # fresh instance doing the same work
     start = time.perf_counter()
     groups = GroupCorpusGraph(path)
     opened = time.perf_counter() - start
-    rng = np.random.default_rng(1)
-    wanted = [f'doc{i}' for i in rng.integers(0, groups.doc_count, size=num_lookups)]
-    start = time.perf_counter()
-    if mode == 'groups_of':
-        found = groups.groups_of(wanted)
-    else:
-        found = [groups.group_of(d) for d in wanted]
-    looked = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
+    start, cpu = time.perf_counter(), time.process_time()
+    found = _look_up(groups, wanted, mode)
+    looked, cpu = time.perf_counter() - start, time.process_time() - cpu
     assert min(found) >= 0
+    tracemalloc.start()
+    _look_up(GroupCorpusGraph(path), wanted, mode)
+    _, peak = tracemalloc.get_traced_memory()
     return {'mode': mode, 'docs': groups.doc_count, 'lookups': num_lookups, 'open_s': round(opened, 4),
-            'lookup_s': round(looked, 4), 'total_s': round(opened + looked, 4), 'traced_mb': round(peak / 2**20, 1)}
+            'lookup_s': round(looked, 4), 'us_per_docno': round(looked / num_lookups * 1e6, 1),
+            'cpu_us_per_docno': round(cpu / num_lookups * 1e6, 1), 'total_s': round(opened + looked, 4),
+            'traced_mb': round(peak / 2**20, 1)}
 
 
 def main():
@@ -71,11 +93,12 @@ def main():
         build(cache, args.docs)
         print(f'built {cache} in {time.perf_counter() - start:.1f} s', flush=True)
     rows = []
-    for mode in ('groups_of', 'group_of'):
+    for mode in ('groups_of', 'group_of', 'group_of_npids'):
         runs = []
         for _ in range(args.repeat):
             out = subprocess.run([sys.executable, __file__, '--measure', mode, '--path', str(cache),
-                                  '--lookups', str(args.lookups)], check=True, capture_output=True, text=True)
+                                  '--lookups', str(args.lookups)], check=True, capture_output=True, text=True,
+                                 env=_child_env())
             runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
         rows.append(min(runs, key=lambda r: r['total_s']))
     print(pd.DataFrame(rows).to_string(index=False))

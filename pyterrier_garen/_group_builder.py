@@ -95,6 +95,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
             part.leiden_calls
         stages = {name: round(float(value), 3) for name, value in part.seconds.items()}
+        cpu_stages = {name: round(float(value), 3) for name, value in part.cpu_seconds.items()}
         modularity = float(modularity) if modularity is not None and np.isfinite(modularity) else None  # strict JSON
     else:
         raw = np.asarray(labels)
@@ -103,7 +104,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
         _, group_labels = np.unique(raw, return_inverse=True)
         group_labels = group_labels.reshape(-1)[order]
-        unsplittable, modularity, calls, stages = [], None, 0, {}  # no Leiden run: no modularity
+        unsplittable, modularity, calls, stages, cpu_stages = [], None, 0, {}, {}  # no Leiden run: no modularity
     num_groups = int(group_labels.max()) + 1 if n else 0
     member_order = np.argsort(group_labels, kind='stable')
     offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
@@ -117,7 +118,8 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
         'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
                       'modularity': modularity, 'leiden_calls': calls,
-                      'seconds': round(time.time() - started, 3), 'stage_seconds': stages},
+                      'seconds': round(time.time() - started, 3), 'stage_seconds': stages,
+                      'stage_cpu_seconds': cpu_stages},
         'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
     }
     # build beside the target and swap it in (pt_meta.json last): a half-built folder is never taken for a built one,

@@ -14,7 +14,7 @@ from pyterrier_adaptive import CorpusGraph
 
 from ._atomic import recover, resource_error, resource_errors
 from ._checks import GROUP_FILES, ArtifactError, check_links, read_meta_file
-from ._graphs import lookup_ids
+from ._docno_index import DocnoIndex
 from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
                              graph_arrays)
 from ._io import write_json
@@ -270,12 +270,16 @@ class GroupCorpusGraph(CorpusGraph):
     def _id_cache(self) -> Dict[str, int]:
         return {}
 
+    @cached_property
+    def _docno_index(self) -> DocnoIndex:
+        return DocnoIndex(self._docnos)
+
     def doc_id(self, docno: str) -> int:
         """Internal id of a docno, -1 when it is not in the graph (memoised: online search asks repeatedly)."""
         docno = str(docno)
         did = self._id_cache.get(docno)
         if did is None:
-            did = self._id_cache[docno] = int(lookup_ids(self._docnos, [docno])[0])
+            did = self._id_cache[docno] = self._docno_index.id_of(docno)  # a few µs, tables memory-mapped
         return did
 
     def doc_ids(self, docnos: Sequence[str]) -> np.ndarray:
@@ -284,7 +288,7 @@ class GroupCorpusGraph(CorpusGraph):
         cache = self._id_cache
         new = [d for d in dict.fromkeys(docnos) if d not in cache]
         if new:
-            cache.update(zip(new, lookup_ids(self._docnos, new).tolist()))
+            cache.update(zip(new, self._docno_index.ids_of(new)))
         return np.fromiter((cache[d] for d in docnos), dtype=np.int64, count=len(docnos))
 
     def neighbours(self, docid: Union[int, str], weights: bool = False):

@@ -82,6 +82,92 @@ def test_bad_arguments():
         leiden_partition(edges, weights, max_group_size=1)
     with pytest.raises(ValueError, match='backend'):
         leiden_partition(edges, weights, backend='nope')
+    for bad in (-1e-3, float('nan'), True):
+        with pytest.raises(ValueError, match='tolerance'):
+            leiden_partition(edges, weights, tolerance=bad)
+    with pytest.raises(ValueError, match='iterations'):
+        leiden_partition(edges, weights, iterations=0)
+
+
+def _igraph_leiden(edges, weights, seed, n_iterations, resolution=1.0):
+    """igraph's public API, seeded as the builder seeds it: the independent route."""
+    import random
+
+    import igraph
+
+    from pyterrier_garen._partition import _graph
+    n = len(edges)
+    pairs, w = symmetrise(edges, weights, n)
+    graph = _graph(n, pairs, w, backend='leidenalg')  # with the 'weight' edge attribute
+    igraph.set_random_number_generator(random.Random(seed))
+    try:
+        found = graph.community_leiden(objective_function='modularity', weights='weight', resolution=resolution,
+                                       beta=0.001, n_iterations=n_iterations)
+    finally:
+        igraph.set_random_number_generator(random)
+    return graph, np.asarray(found.membership)
+
+
+def _canon(labels):
+    """Labels renumbered by first appearance: the same partition gives the same array (igraph's numbering may
+    differ when it starts from a given membership; leiden_partition renumbers groups this way too)."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first)] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
+
+
+def _noisy_graph():
+    from pyterrier_garen.synthetic import planted_knn_graph
+    # weak structure (most edges go anywhere), so Leiden needs several iterations to settle
+    edges, weights, _, _ = planted_knn_graph(2000, k=6, p_subtopic=0.2, p_topic=0.1, seed=4)
+    return edges, weights
+
+
+@pytest.mark.parametrize('seed', [42, 5])
+def test_zero_tolerance_is_igraphs_until_stable(seed):
+    from pyterrier_garen._partition import _graph, _leiden_until_settled
+    edges, weights = _noisy_graph()
+    graph, expected = _igraph_leiden(edges, weights, seed, n_iterations=-1, resolution=0.8)
+    pairs, w = symmetrise(edges, weights, len(edges))
+    labels, quality = _leiden_until_settled(_graph(len(edges), pairs, w), resolution=0.8, randomness=0.001,
+                                            seed=seed, tolerance=0.)
+    np.testing.assert_array_equal(_canon(labels), _canon(expected))
+    # the quality igraph reports is the modularity of the partition (at that resolution), as Partition reports it
+    assert quality == pytest.approx(graph.modularity(expected.tolist(), weights='weight', resolution=0.8), abs=1e-12)
+
+
+def test_tolerance_stops_after_patience_small_gains():
+    from pyterrier_garen._partition import PATIENCE, _graph, _leiden_until_settled
+    edges, weights = _noisy_graph()
+    pairs, w = symmetrise(edges, weights, len(edges))
+    graph = _graph(len(edges), pairs, w)
+    # every gain after the first iteration is below a tolerance of 1, so the loop stops after 1 + PATIENCE
+    # iterations: as many public-API runs of
+    # one iteration each, each starting from the last, on one seeded random stream
+    import random
+
+    import igraph
+    assert PATIENCE == 2
+    labels, _ = _leiden_until_settled(graph, resolution=1.0, randomness=0.001, seed=42, tolerance=1.)
+    public = _graph(len(edges), pairs, w, backend='leidenalg')
+    igraph.set_random_number_generator(random.Random(42))
+    try:
+        membership = None
+        for _ in range(1 + PATIENCE):  # the first iteration, then PATIENCE small gains
+            membership = public.community_leiden(objective_function='modularity', weights='weight', beta=0.001,
+                                                 n_iterations=1, initial_membership=membership).membership
+    finally:
+        igraph.set_random_number_generator(random)
+    np.testing.assert_array_equal(_canon(labels), _canon(np.asarray(membership)))
+    full, _ = _leiden_until_settled(graph, resolution=1.0, randomness=0.001, seed=42, tolerance=0.)
+    assert not np.array_equal(_canon(labels), _canon(full)), 'this graph must need more than two iterations to settle'
+    # the default tolerance: deterministic, and within 0.002 of the settled modularity
+    a = leiden_partition(edges, weights, seed=42)
+    b = leiden_partition(edges, weights, seed=42)
+    np.testing.assert_array_equal(a.labels, b.labels)
+    settled = leiden_partition(edges, weights, seed=42, tolerance=0)
+    assert a.modularity >= settled.modularity - 0.002
 
 
 def _reference_partition(edges, weights, max_group_size, seed=42):
@@ -90,7 +176,7 @@ def _reference_partition(edges, weights, max_group_size, seed=42):
     n = len(edges)
     pairs, w = symmetrise(edges, weights, n)
     opts = dict(resolution=1.0, randomness=0.001, seed=seed, backend='igraph')
-    labels = _run_leiden(_graph(n, pairs, w), **opts)
+    labels = _run_leiden(_graph(n, pairs, w), **opts)[0]
     final, pending = [], [np.flatnonzero(labels == g) for g in range(labels.max() + 1)]
     while pending:
         nodes = pending.pop()
@@ -99,7 +185,7 @@ def _reference_partition(edges, weights, max_group_size, seed=42):
             continue
         inside = np.isin(pairs[:, 0], nodes) & np.isin(pairs[:, 1], nodes)
         local = np.searchsorted(nodes, pairs[inside])
-        sub = _run_leiden(_graph(len(nodes), local, w[inside]), **opts)
+        sub = _run_leiden(_graph(len(nodes), local, w[inside]), **opts)[0]
         parts = [nodes[sub == p] for p in range(sub.max() + 1)]
         if len(parts) == 1:
             final.append(nodes)
@@ -115,7 +201,7 @@ def _reference_partition(edges, weights, max_group_size, seed=42):
 def test_level_wise_recursion_equals_plain_recursion(seed):
     from pyterrier_garen.synthetic import planted_knn_graph
     edges, weights, _, _ = planted_knn_graph(2000, k=8, seed=seed)
-    part = leiden_partition(edges, weights, max_group_size=20)
+    part = leiden_partition(edges, weights, max_group_size=20, tolerance=0)  # the reference runs until stable
     np.testing.assert_array_equal(part.labels, _reference_partition(edges, weights, 20))
     assert part.leiden_calls > 20  # many groups were re-partitioned, over several levels
     assert set(part.seconds) == {'symmetrise', 'leiden', 'split'}
