@@ -4,19 +4,25 @@
         --plot cranfield.png
     python examples/strength_sweep.py --dataset scifact --workdir work/scifact --out scifact.csv \\
         --sigmas 0.25 0.5 1 2 --noise-seeds 0 1 --partition-seeds 42 43
+    python examples/strength_sweep.py --dataset vaswani --workdir work/vaswani --out vaswani.csv \\
+        --budgets 50 100 200 400 --fusion 0.1
 
 The simulated reranker (pyterrier_garen.analysis.SimulatedReranker) scores a document by its relevance label plus
 a fixed Gaussian draw of standard deviation sigma: an ANALYSIS INSTRUMENT that reads the qrels, not a retrieval
-model. Writes one CSV row per system x reranker x noise seed x partition seed
-(system, reranker, sigma, noise_seed, partition_seed, nDCG@10, R@100), prints the mean (min-max over seeds) per
-system and strength, paired t-tests against GAREN (per-query values averaged over seeds), and with --plot draws
-each measure against sigma with the seed spread as a band. Offline artifacts (BM25 index, MiniLM vectors, graph,
-one partition per Leiden seed) are built once in --workdir and reused.
+model. Writes one CSV row per system x reranker x noise seed x partition seed x budget
+(system, reranker, sigma, noise_seed, partition_seed, budget, nDCG@10, R@100), prints the mean (min-max over seeds)
+per system and strength (per budget when there are several), paired t-tests against GAREN (per-query values averaged
+over seeds), and with --plot draws each measure against sigma with the seed spread as a band (one PNG per budget
+when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
+included in place of its own fusion; --final-order sets every window search's final order. Offline artifacts (BM25
+index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused. A budget of at
+least the collection's documents warns (--strict: an error).
 """
 import argparse
 import ast
 import os
 import sys
+import warnings
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
@@ -57,7 +63,16 @@ def main(argv=None):
     parser.add_argument('--no-minilm', action='store_true', help='skip the MiniLM reranker')
     parser.add_argument('--systems', nargs='+', default=list(analysis.SWEEP_SYSTEMS), choices=garen.SYSTEMS,
                         metavar='SYSTEM', help='registered systems (default: those the sweep declares)')
-    parser.add_argument('--budget', type=int, default=100)
+    budgets = parser.add_mutually_exclusive_group()
+    budgets.add_argument('--budget', type=int, default=100, help='documents reranked per query (default: 100)')
+    budgets.add_argument('--budgets', type=int, nargs='+', help='several budgets in one sweep, e.g. 50 100 200')
+    parser.add_argument('--fusion', type=float, default=0.0,
+                        help="weight W of FirstStageFusion applied to every system's final ranking (0 = none; GAREN+ "
+                             'then runs without its own fusion)')
+    parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
+                        help="every window search's final_order (default: each search's own default)")
+    parser.add_argument('--strict', action='store_true',
+                        help='turn warnings (a budget of at least the collection size, below the window) into errors')
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
     parser.add_argument('--navigator', default='centroid', choices=garen.NAVIGATORS)
     parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
@@ -74,14 +89,24 @@ def main(argv=None):
         dataset = make_synthetic(os.path.join(args.workdir, 'collection'))
     prepared = garen.prepare(dataset, args.workdir, graph=args.graph, vectors=args.graph == 'dense',
                              verbose=args.verbose)
-    table, perquery = analysis.strength_sweep(
-        prepared, sigmas=args.sigmas, noise_seeds=args.noise_seeds, partition_seeds=args.partition_seeds,
-        minilm=not args.no_minilm, systems=args.systems, budget=args.budget, num_queries=args.queries,
-        navigator=args.navigator, variants=dict(map(parse_variant, args.variant)), verbose=args.verbose)
+    budget_list = args.budgets or [args.budget]
+    with warnings.catch_warnings():
+        if args.strict:
+            warnings.simplefilter('error', UserWarning)
+        try:
+            table, perquery = analysis.strength_sweep(
+                prepared, sigmas=args.sigmas, noise_seeds=args.noise_seeds, partition_seeds=args.partition_seeds,
+                minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
+                navigator=args.navigator, variants=dict(map(parse_variant, args.variant)), fusion=args.fusion,
+                final_order=args.final_order, verbose=args.verbose)
+        except UserWarning as ex:  # only with --strict
+            raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
-    print(f'{label}: {perquery.qid.nunique()} queries, budget {args.budget}, navigator {args.navigator}; '
-          f'noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
+    extra = (f', fusion {args.fusion:g} for every system' if args.fusion else '') + \
+        (f', final order {args.final_order}' if args.final_order else '')
+    print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
+          f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
     with pd.option_context('display.width', 250, 'display.max_columns', 20, 'display.max_colwidth', 30):
         for measure in ('nDCG@10', 'R@100'):
             print(f'\n{measure}: mean (min-max over seeds)')
@@ -93,9 +118,14 @@ def main(argv=None):
             print('\npaired t-tests against GAREN (per-query values averaged over seeds)')
             shown = tests[tests.system != 'GAREN'].assign(sigma=tests.sigma.map(lambda s: f'{s:g}'))
             print(shown.round(4).to_string(index=False))
+    plots = []
     if args.plot:
-        analysis.sweep_plot_file(table, args.plot, title=label)
-    print(f'\nwrote {args.out}' + (f' and {args.plot}' if args.plot else ''))
+        root, ext = os.path.splitext(args.plot)
+        for budget in budget_list:
+            path = args.plot if len(budget_list) == 1 else f'{root}.b{budget}{ext}'
+            analysis.sweep_plot_file(table[table.budget == budget], path, title=f'{label}, budget {budget}')
+            plots.append(path)
+    print(f'\nwrote {args.out}' + (f' and {" ".join(plots)}' if plots else ''))
 
 
 if __name__ == '__main__':

@@ -145,7 +145,8 @@ def _cmd_compare(args) -> None:
         try:
             table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
-                            verbose=not args.quiet, reranker=args.reranker)
+                            fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet,
+                            reranker=args.reranker)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
@@ -224,7 +225,13 @@ def build_parser() -> argparse.ArgumentParser:
                                      '$GAREN_CACHE/<collection>-<fingerprint>)')
     p.add_argument('--out', help='also write the table (name, nDCG@10, R@100) as CSV to this file')
     p.add_argument('--quiet', action='store_true', help='no progress bars')
-    p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window) into errors')
+    p.add_argument('--fusion', type=float, default=0.0, metavar='W',
+                   help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
+                        'GAREN+ then runs without its own fusion); 0 = none')
+    p.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
+                   help="every window search's final_order (default: each search's own default)")
+    p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window or at least '
+                                                         'the collection size) into errors')
     p.set_defaults(func=_cmd_compare)
 
     encoder_help = ('the dense encoder: minilm (the packaged all-MiniLM-L6-v2), sbert:MODEL (a sentence-transformers '

@@ -34,7 +34,7 @@ class SlidingWindowReranker(WindowSearch):
     columns = ()
 
     def __init__(self, reranker: pt.Transformer, *, window: int = 20, stride: int = 10, budget: int = 100,
-                 final_order: str = 'paper', verbose: bool = False):
+                 final_order: str = 'auto', verbose: bool = False):
         """
         Args:
             reranker: the document-level reranker.
@@ -82,7 +82,7 @@ class SlideGAR(WindowSearch):
     graph_param = 'graph'
 
     def __init__(self, reranker: pt.Transformer, graph: Any, *, window: int = 20, keep: int = 10, budget: int = 100,
-                 final_order: str = 'paper', verbose: bool = False):
+                 final_order: str = 'auto', verbose: bool = False):
         """
         Args:
             reranker: the document-level (listwise) reranker.
@@ -155,7 +155,7 @@ class RGS(WindowSearch):
     graph_param = 'graph'
 
     def __init__(self, reranker: pt.Transformer, graph: Any, *, budget: int = 100, queue_size: Optional[int] = None,
-                 window: int = 20, stride: int = 10, seed_size: Optional[int] = None, final_order: str = 'paper',
+                 window: int = 20, stride: int = 10, seed_size: Optional[int] = None, final_order: str = 'auto',
                  verbose: bool = False):
         """
         Args:
@@ -241,7 +241,7 @@ class DocGAREN(WindowSearch):
     graph_param = 'graph'
 
     def __init__(self, reranker: pt.Transformer, graph: Any, navigator: pt.Transformer, *, window: int = 20,
-                 keep: int = 10, budget: int = 100, final_order: str = 'paper', trace: bool = False,
+                 keep: int = 10, budget: int = 100, final_order: str = 'auto', trace: bool = False,
                  verbose: bool = False):
         """
         Args:

@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier as pt
 
 from . import _registry
-from ._params import check_int
+from ._params import check_int, check_number
 
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
@@ -54,7 +54,8 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
 
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
-                  systems: Optional[Sequence[str]] = None, verbose: bool = False) -> Dict[str, pt.Transformer]:
+                  systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
+                  final_order: Optional[str] = None, verbose: bool = False) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -66,6 +67,9 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         first_stage: defaults to PISA BM25 (k1=0.9, b=0.4), top 1000.
         doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
         systems: the subset of names to build.
+        fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` (with ``first_stage``) appended to every
+            system (0 = none); GAREN+ then runs without its own ``fusion``, so every row gets the same help.
+        final_order: every window search's ``final_order`` (None: each search's default).
         verbose: one progress bar per system (over queries) while it runs (:func:`compare` shows one bar over
             the systems instead).
 
@@ -83,10 +87,15 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                       f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
+    check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
                                       navigator=navigator, budget=budget, doc_navigator=doc_navigator,
-                                      verbose=verbose)
-    return {name: _registry.system(name).factory(components) for name in systems}
+                                      verbose=verbose, final_order=final_order, fusion=fusion)
+    pipelines = {name: _registry.system(name).factory(components) for name in systems}
+    if fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
+        from . import FirstStageFusion
+        pipelines = {name: pipe >> FirstStageFusion(bm25, fusion) for name, pipe in pipelines.items()}
+    return pipelines
 
 
 class _Done(pt.Transformer):
@@ -129,7 +138,8 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
-            binary: Optional[bool] = None, verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
+            binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
+            verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -144,6 +154,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         navigator: GAREN's navigator (see :func:`cpu_components`).
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
+        fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
+        final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
         reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
             ``'factory:package.module:function'`` (see ``pyterrier_garen._text_rerankers.RERANKERS``).
@@ -156,6 +168,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     from ir_measures import R, nDCG
 
     from . import RemoveExcluded, prepare
+    from ._driver import warn_budget_covers_collection
     from ._prepare import cache_dir
     from .datasets import load_dataset
     label = None
@@ -172,11 +185,13 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
         build_reranker(reranker, None)
     prepared = prepare(dataset, workdir, verbose=verbose)
+    warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
     reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
     if spec != 'minilm':
         reranker, reranker_text = build_reranker(spec, prepared)
-    pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems)
+    pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
+                              final_order=final_order)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
@@ -212,6 +227,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'labels': qrels.attrs['labels'],
         'excluded_removed': excluded,
         'budget': budget,
+        'fusion': fusion,
+        'final_order': final_order,
         'first_stage': FIRST_STAGE,
         'reranker': reranker_text,
         'navigator': _registry.navigator(navigator).text,
@@ -238,7 +255,9 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += [f"collection:  {run['collection']}, {run['documents']:,} documents; {queries}",
                   f"labels:      {run['labels']}" + ('; excluded documents (label -100) removed from every run'
                                                      if run['excluded_removed'] else ''),
-                  f"budget:      {run['budget']} documents reranked per query",
+                  f"budget:      {run['budget']} documents reranked per query"
+                  + (f"; final order {run['final_order']}" if run.get('final_order') else '')
+                  + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else ''),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}",
                   f"navigator:   {run['navigator']}",

@@ -375,7 +375,7 @@ class GAREN(WindowSearch):
                  switch_members: int = 0,
                  fusion: float = 0.0,
                  member_order: str = 'first_stage',
-                 final_order: str = 'paper',
+                 final_order: str = 'auto',
                  feedback: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):

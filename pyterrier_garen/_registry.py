@@ -54,6 +54,10 @@ class Components:
         budget: documents reranked per query, ``c``.
         doc_navigator: scorer of neighbouring documents for document-level navigation (``None``: the reranker).
         verbose: a progress bar per system.
+        final_order: every window search's ``final_order`` (``None``: each search's default); factories pass
+            :attr:`search_options` to the searches they build.
+        fusion: weight of the first-stage fusion ``build_systems`` appends to every system (0 = none); a system
+            with its own fusion (GAREN+) drops it then, so every row gets the same help.
     """
     first_stage: Any
     reranker: Any
@@ -62,6 +66,13 @@ class Components:
     budget: int = 100
     doc_navigator: Any = None
     verbose: bool = False
+    final_order: Optional[str] = None
+    fusion: float = 0.0
+
+    @property
+    def search_options(self) -> Dict[str, Any]:
+        """Keyword arguments every window search gets: ``final_order`` when one is set."""
+        return {'final_order': self.final_order} if self.final_order is not None else {}
 
     @property
     def doc_scorer(self) -> Any:
@@ -229,7 +240,7 @@ def _public(name: str) -> Any:
 def _garen(c: Components, **options: Any) -> Any:
     navigator_ = options.pop('navigator', c.navigator)
     return c.first_stage >> _public('GAREN')(c.reranker, c.groups, navigator_, budget=c.budget, verbose=c.verbose,
-                                             **options)
+                                             **{**c.search_options, **options})
 
 
 #: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
@@ -239,14 +250,16 @@ GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1}
 register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False,
                        text='the first stage, cut to the budget'))
 register_system(System('Rerank', lambda c: c.first_stage >> _public('SlidingWindowReranker')(
-    c.reranker, budget=c.budget, verbose=c.verbose), text='sliding-window re-ranking of the first-stage top budget'))
+    c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options),
+    text='sliding-window re-ranking of the first-stage top budget'))
 register_system(System('GAR', lambda c: c.first_stage >> importlib.import_module('pyterrier_garen._gar').GAR(
     c.reranker, c.groups, num_results=c.budget, batch_size=16, verbose=c.verbose),
     text="pyterrier-adaptive's GAR over the k-NN edges"))
 register_system(System('SlideGAR', lambda c: c.first_stage >> _public('SlideGAR')(
-    c.reranker, c.groups, budget=c.budget, verbose=c.verbose), text='listwise GAR (SlideGAR)'))
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), text='listwise GAR (SlideGAR)'))
 register_system(System('RGS', lambda c: c.first_stage >> _public('RGS')(
-    c.reranker, c.groups, budget=c.budget, verbose=c.verbose), text='reranker-guided best-first search'))
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options),
+    text='reranker-guided best-first search'))
 register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper'))
 register_system(System('GAREN-explore', lambda c: _garen(c, strategy='explore'), groups=True,
                        text='GAREN, exploration only'))
@@ -257,9 +270,10 @@ register_system(System('GAREN-noprop', lambda c: _garen(c, propagate=False), gro
 register_system(System('GAREN-vote', lambda c: _garen(c, navigator=_public('VoteNavigator')()), groups=True,
                        text='GAREN with the connectivity-vote navigator'))
 register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN')(
-    c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose), sweep=False,
+    c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), sweep=False,
     text='document-level navigation (no groups: only the k-NN edges)'))
-register_system(System('GAREN+', lambda c: _garen(c, **GAREN_PLUS), groups=True,
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **({'fusion': 0.0} if c.fusion else {})}),
+                       groups=True,
                        text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
 
 # ---------------------------------------------------------------------------------------------------------------------

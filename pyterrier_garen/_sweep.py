@@ -24,8 +24,9 @@ __all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'strength_sweep', 'partition_groups
 
 #: Systems a sweep runs by default: those declared with ``sweep=True`` in ``_registry.py`` (a live list).
 SWEEP_SYSTEMS = _registry.SWEEP_SYSTEM_NAMES
-#: Columns of the sweep table, one row per system x reranker x noise seed x partition seed.
-SWEEP_COLUMNS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'nDCG@10', 'R@100']
+#: Columns of the sweep table, one row per system x reranker x noise seed x partition seed x budget.
+SWEEP_COLUMNS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'budget', 'nDCG@10', 'R@100']
+KEYS = SWEEP_COLUMNS[:6]
 MEASURES = ('nDCG@10', 'R@100')
 
 
@@ -73,7 +74,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    partition_seeds: Sequence[int] = (42, 43), minilm: bool = True,
                    systems: Optional[Sequence[str]] = None, budget: int = 100, num_queries: Optional[int] = None,
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
-                   variants: Optional[Dict[str, Dict[str, Any]]] = None,
+                   variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
+                   fusion: float = 0.0, final_order: Optional[str] = None,
                    verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
@@ -93,12 +95,17 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         minilm: also run the MiniLM reranker.
         systems: registered system names (default :data:`SWEEP_SYSTEMS`); those declared with ``groups=True`` run
             once per partition, the others once (their row repeated for each partition seed).
-        budget: documents reranked per query.
+        budget: documents reranked per query (when ``budgets`` is not given).
+        budgets: several budgets, each run in turn (the table's ``budget`` column tells them apart).
         num_queries: only the first N queries (with judgements).
         navigator: ``'centroid'``, ``'summary'`` or ``'vote'`` (see ``cpu_components``).
         qrels: judgements for the simulated reranker and the evaluation; default the collection's evaluation qrels.
         variants: extra GAREN configurations, ``{name: GAREN keyword arguments}`` (e.g.
             ``{'GAREN-t2': {'tau_switch': 2}}``), run like the GAREN systems (same reranker, navigator, budget).
+        fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` appended to every system and variant (0 =
+            none); GAREN+ then runs without its own ``fusion``.
+        final_order: every window search's ``final_order`` (None: each search's default); variants too unless
+            they set their own.
         verbose: progress bars.
 
     Returns:
@@ -107,8 +114,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         query's values, for paired tests (:func:`sweep_tests`).
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
-    from . import GAREN, VectorScorer, minilm_encoder
+    from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
     from ._compare import build_systems, evaluation_qrels
+    from ._driver import warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
     systems = list(SWEEP_SYSTEMS if systems is None else systems)
@@ -124,6 +132,10 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     source = pt.Transformer.from_df(first)
+    budgets = [int(b) for b in (budgets if budgets else [budget])]
+    for b in budgets:
+        warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep')
+    options = {'final_order': final_order} if final_order is not None else {}
     excluded = (stored.label == -100).any()
     encoder = minilm_encoder() if (minilm or nav_spec.encoder) else None
     partitions = {int(s): partition_groups(prepared, s, summaries=nav_spec.summaries, verbose=verbose)
@@ -135,15 +147,18 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     if minilm:
         rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
     frames = []
-    for kind, sigma, noise_seed, reranker in rerankers:
+    for b, (kind, sigma, noise_seed, reranker) in ((b, r) for b in budgets for r in rerankers):
         for i, (pseed, groups) in enumerate(partitions.items()):
             names = [s for s in systems if depends[s] or i == 0]
-            if not names:
+            if not names and not variants:
                 continue
             pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
-                                      budget=budget, first_stage=source, systems=names)
+                                      budget=b, first_stage=source, systems=names, fusion=fusion, **options)
             for name, kwargs in (variants or {}).items():
-                pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=budget, **kwargs)
+                pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
+                                                  **{**options, **kwargs})
+                if fusion:
+                    pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion)
             for name, pipeline in pipelines.items():
                 run = pipeline(topics)
                 if excluded:
@@ -152,12 +167,12 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                 seeds = [pseed] if name in (variants or {}) or depends[name] else list(partitions)
                 for seed in seeds:
                     frames.append(values.assign(system=name, reranker=kind, sigma=sigma, noise_seed=noise_seed,
-                                                partition_seed=seed))
+                                                partition_seed=seed, budget=b))
                 if verbose:
-                    pt.tqdm.write(f'{name} {kind} sigma={sigma} noise_seed={noise_seed} partition_seed={pseed}: '
-                                  + ', '.join(f'{m}={values[m].mean():.4f}' for m in MEASURES))
-    perquery = pd.concat(frames, ignore_index=True)[SWEEP_COLUMNS[:5] + ['qid', *MEASURES]]
-    table = (perquery.groupby(SWEEP_COLUMNS[:5], sort=False, dropna=False)[list(MEASURES)].mean().reset_index())
+                    pt.tqdm.write(f'{name} {kind} sigma={sigma} noise_seed={noise_seed} partition_seed={pseed} '
+                                  f'budget={b}: ' + ', '.join(f'{m}={values[m].mean():.4f}' for m in MEASURES))
+    perquery = pd.concat(frames, ignore_index=True)[KEYS + ['qid', *MEASURES]]
+    table = (perquery.groupby(KEYS, sort=False, dropna=False)[list(MEASURES)].mean().reset_index())
     return table[SWEEP_COLUMNS], perquery
 
 
@@ -165,32 +180,43 @@ def _config_key(frame: pd.DataFrame) -> pd.Series:
     return np.where(frame.reranker == 'MiniLM', 'MiniLM', 'sigma=' + frame.sigma.map('{:g}'.format))
 
 
+def _budget_keys(frame: pd.DataFrame) -> List[str]:
+    """``['budget']`` when a table holds several budgets (then every summary is per budget), else ``[]``."""
+    return ['budget'] if 'budget' in frame.columns and frame['budget'].nunique() > 1 else []
+
+
 def sweep_summary(table: pd.DataFrame, measure: str = 'nDCG@10') -> pd.DataFrame:
-    """Mean with min-max over seeds, one row per system, one column per reranker (``sigma=...`` / ``MiniLM``)."""
+    """Mean with min-max over seeds, one row per system (per budget and system when there are several budgets), one
+    column per reranker (``sigma=...`` / ``MiniLM``)."""
     frame = table.assign(config=_config_key(table))
-    stats = frame.groupby(['system', 'config'], sort=False)[measure].agg(['mean', 'min', 'max'])
+    rows = [*_budget_keys(frame), 'system']
+    stats = frame.groupby([*rows, 'config'], sort=False)[measure].agg(['mean', 'min', 'max'])
     cells = stats.apply(lambda r: f"{r['mean']:.4f} ({r['min']:.3f}-{r['max']:.3f})", axis=1)
     out = cells.unstack('config')
     order = sorted((c for c in out.columns if c != 'MiniLM'), key=lambda c: float(c.split('=')[1]))
     out = out[order + (['MiniLM'] if 'MiniLM' in out.columns else [])]
-    return out.reindex(list(dict.fromkeys(frame.system)))
+    keys = list(dict.fromkeys(zip(*[frame[r] for r in rows]))) if len(rows) > 1 else list(dict.fromkeys(frame.system))
+    return out.reindex(keys)
 
 
 def sweep_tests(perquery: pd.DataFrame, baseline: str = 'GAREN') -> pd.DataFrame:
-    """Paired t-tests of every system against ``baseline`` at each reranker strength.
+    """Paired t-tests of every system against ``baseline`` at each reranker strength (and budget).
 
-    Each query's value is first averaged over the noise and partition seeds of a (system, reranker, sigma), so the
-    test is over queries and the seeds' spread does not count as extra samples.
+    Each query's value is first averaged over the noise and partition seeds of a (system, reranker, sigma, budget),
+    so the test is over queries and the seeds' spread does not count as extra samples.
 
     Returns:
-        ``reranker, sigma, system, measure, mean, baseline_mean, delta, wins, losses, p_value`` (NaN for the
-        baseline itself).
+        ``budget, reranker, sigma, system, measure, mean, baseline_mean, delta, wins, losses, p_value`` (NaN for the
+        baseline itself; ``budget`` only when ``perquery`` has one).
     """
     from scipy.stats import ttest_rel
     frame = perquery.assign(config=_config_key(perquery))
+    per_budget = 'budget' in frame.columns
+    if not per_budget:  # one (unnamed) budget
+        frame = frame.assign(budget=0)
     rows = []
-    for (config, system), df in frame.groupby(['config', 'system'], sort=False):
-        base = frame[(frame.config == config) & (frame.system == baseline)]
+    for (budget, config, system), df in frame.groupby(['budget', 'config', 'system'], sort=False):
+        base = frame[(frame.budget == budget) & (frame.config == config) & (frame.system == baseline)]
         if base.empty:
             continue
         sigma = df.sigma.iloc[0]
@@ -201,10 +227,11 @@ def sweep_tests(perquery: pd.DataFrame, baseline: str = 'GAREN') -> pd.DataFrame
             p_value = math.nan
             if system != baseline and diff.abs().sum() > 0:
                 p_value = float(ttest_rel(ours, theirs).pvalue)
-            rows.append((df.reranker.iloc[0], sigma, system, measure, ours.mean(), theirs.mean(), diff.mean(),
+            rows.append((budget, df.reranker.iloc[0], sigma, system, measure, ours.mean(), theirs.mean(), diff.mean(),
                          int((diff > 0).sum()), int((diff < 0).sum()), p_value))
-    return pd.DataFrame(rows, columns=['reranker', 'sigma', 'system', 'measure', 'mean', 'baseline_mean', 'delta',
-                                       'wins', 'losses', 'p_value'])
+    out = pd.DataFrame(rows, columns=['budget', 'reranker', 'sigma', 'system', 'measure', 'mean', 'baseline_mean',
+                                      'delta', 'wins', 'losses', 'p_value'])
+    return out if per_budget else out.drop(columns='budget')
 
 
 def plot_strength_sweep(table: pd.DataFrame, measure: str = 'nDCG@10', *, systems: Optional[Sequence[str]] = None,
@@ -212,8 +239,12 @@ def plot_strength_sweep(table: pd.DataFrame, measure: str = 'nDCG@10', *, system
     """A measure against the noise ``sigma`` per system (mean over seeds, min-max band); MiniLM at the right.
 
     The x axis is categorical (the sigmas in order, then ``MiniLM``), so MiniLM's point is not placed on the
-    noise scale; it is drawn unconnected with a min-max error bar.
+    noise scale; it is drawn unconnected with a min-max error bar. A table of several budgets must be cut to one
+    first (``table[table.budget == 100]``).
     """
+    if _budget_keys(table):
+        raise ValueError(f'the table holds budgets {sorted(table.budget.unique())}; plot one at a time, e.g. '
+                         f'table[table.budget == {int(table.budget.iloc[0])}]')
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(6, 4))[1]
     sims = table[table.reranker != 'MiniLM']

@@ -34,7 +34,7 @@ R10 = [f'r{i}' for i in range(10)]
 
 def test_sliding_window_bottom_up():
     reranker = DictScorer({d: i for i, d in enumerate(R10)})  # reverses the first stage
-    model = SlidingWindowReranker(reranker, window=4, stride=2, budget=10)
+    model = SlidingWindowReranker(reranker, window=4, stride=2, budget=10, final_order='paper')  # the pass's order
     out = model(pd.concat([first_stage(R10 + ['r10', 'r11']), first_stage(R10, qid='q2')]))
     assert reranker.num_calls == 4  # windows [6:10], [4:8], [2:6], [0:4], both queries in each call
     assert windows(reranker) == [['r6', 'r7', 'r8', 'r9'], ['r4', 'r5', 'r9', 'r8'], ['r2', 'r3', 'r9', 'r8'],
@@ -63,7 +63,8 @@ R6 = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6']
 
 def test_slidegar_worked_example():
     reranker = DictScorer(SLIDE_SCORES)
-    out = SlideGAR(reranker, ToyGroupGraph(SLIDE_GRAPH, {}), window=4, keep=2, budget=8)(first_stage(R6))
+    out = SlideGAR(reranker, ToyGroupGraph(SLIDE_GRAPH, {}), window=4, keep=2, budget=8,
+                   final_order='paper')(first_stage(R6))
     # 1: R_0 top 4 -> [r1, r3, r2, r4]; frontier of kept [r1, r3]: n1, n2 (r2 seen)
     # 2: [r1, r3] + frontier [n1, n2] -> [n1, r1, r3, n2]; frontier of [n1, r1]: n4 only; turn of R_0: r5, r6
     # 3: [n1, r1, r5, r6] -> [r6, n1, r1, r5]; budget 8 reached

@@ -21,7 +21,7 @@ def docnos(frame, qid='q1'):
 
 def test_worked_example():
     """Windows worked out by hand (w=4, h=2, c=10 -> T=4; K_g=2; explore at t=1, exploit after)."""
-    garen, reranker, navigator = make()
+    garen, reranker, navigator = make(final_order='paper')  # the paper's final order (see test_final_order.py)
     out = garen(first_stage(R0))
     windows = [call.docno.tolist() for call in reranker.calls]
     # t=1: W_1 = R_0[:4]. votes G1=3 (a1,a3,a4), G2=3 (a1,a2,a4), G3=1, G0=1 (all observed: not scored).
@@ -63,7 +63,7 @@ def test_worked_example():
 
 
 def test_no_propagation_orders_by_last_placement():
-    garen, _, _ = make(propagate=False)
+    garen, _, _ = make(propagate=False, final_order='paper')
     # last window, then later iterations first, then window position
     assert docnos(garen(first_stage(R0))) == ['w1', 'a1', 'y1', 'x2', 'y3', 'y2', 'a3', 'x1', 'a2', 'a4']
 

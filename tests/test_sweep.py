@@ -106,9 +106,9 @@ def test_cli_writes_the_table_and_plot(small, tmp_path, capsys):
 def test_plot_has_bands_and_minilm_points():
     import matplotlib
     matplotlib.use('Agg')
-    rows = [(s, 'simulated', sig, n, p, 0.1 * sig + n, 0.5) for s in ('A', 'B') for sig in (0.5, 1.0)
+    rows = [(s, 'simulated', sig, n, p, 100, 0.1 * sig + n, 0.5) for s in ('A', 'B') for sig in (0.5, 1.0)
             for n in (0, 1) for p in (1, 2)]
-    rows += [(s, 'MiniLM', math.nan, math.nan, p, 0.3, 0.4) for s in ('A', 'B') for p in (1, 2)]
+    rows += [(s, 'MiniLM', math.nan, math.nan, p, 100, 0.3, 0.4) for s in ('A', 'B') for p in (1, 2)]
     table = pd.DataFrame(rows, columns=analysis.SWEEP_COLUMNS)
     ax = analysis.plot_strength_sweep(table, 'nDCG@10')
     assert [t.get_text() for t in ax.get_xticklabels()] == ['0.5', '1', 'MiniLM']

@@ -95,7 +95,8 @@ def test_listwise_prompts_and_ranking_agree(engine_pair, long_rows):
     assert len(prompts[0]) == 6  # 2 queries x 3 windows of 8 documents
     assert prompts[0] == prompts[1]
     docs = [line for c in prompts[0] for line in c[-1]['content'].splitlines() if line[:1] == '[']
-    assert sum(len(d) < 300 for d in docs) >= len(docs) // 2  # the window's documents were cut
+    shortest = rows['text'].str.len().min()  # the 8 longest documents: about 3,000 characters or more
+    assert sum(len(d) < shortest / 2 for d in docs) >= len(docs) // 2  # the window's documents were cut
     texts = [[g.text for entry in r.calls('generate') for g in entry[2]] for r in recordings]
     assert texts[0] == texts[1]
     same = runs[0][['qid', 'docno', 'rank']].reset_index(drop=True).equals(

@@ -1,0 +1,119 @@
+"""The sweep over several budgets in one run, with one fusion for every system, and the budget warnings."""
+import importlib.util
+import warnings
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import pyterrier_garen as garen
+from pyterrier_garen import analysis
+from pyterrier_garen.synthetic import make_synthetic
+
+EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
+COMMON = dict(sigmas=(0.5,), noise_seeds=(0,), partition_seeds=(42,), minilm=False, navigator='vote')
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location('strength_sweep', EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope='module')
+def small(tmp_path_factory):
+    """The synthetic collection, small (160 docs, 16 queries), with a BM25 graph: no MiniLM needed (seconds)."""
+    root = tmp_path_factory.mktemp('budgets')
+    dataset = make_synthetic(root / 'collection', docs_per_topic=10, queries_per_topic=1)
+    return root, garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
+
+
+def test_budgets_in_one_sweep_equal_one_sweep_per_budget(small):
+    _, prepared = small
+    systems = ['Rerank', 'SlideGAR', 'GAREN']
+    both, perquery = analysis.strength_sweep(prepared, systems=systems, budgets=(20, 40), **COMMON)
+    assert list(both.columns) == analysis.SWEEP_COLUMNS
+    assert both.budget.tolist() == [20] * 3 + [40] * 3
+    for budget in (20, 40):
+        alone, _ = analysis.strength_sweep(prepared, systems=systems, budget=budget, **COMMON)
+        assert (alone.budget == budget).all()
+        pd.testing.assert_frame_equal(both[both.budget == budget].reset_index(drop=True), alone, check_dtype=False)
+    assert both[both.budget == 20]['R@100'].tolist() != both[both.budget == 40]['R@100'].tolist()
+    summary = analysis.sweep_summary(both, 'R@100')
+    assert list(summary.index) == [(20, 'Rerank'), (20, 'SlideGAR'), (20, 'GAREN'), (40, 'Rerank'),
+                                   (40, 'SlideGAR'), (40, 'GAREN')]
+    tests = analysis.sweep_tests(perquery)
+    assert set(tests.budget) == {20, 40}
+    assert tests[tests.system == 'GAREN'].p_value.isna().all()
+    with pytest.raises(ValueError, match='plot one at a time'):
+        analysis.plot_strength_sweep(both)
+
+
+def test_one_fusion_for_every_system(small):
+    _, prepared = small
+    systems = ['Rerank', 'GAREN', 'GAREN+']
+    plain, _ = analysis.strength_sweep(prepared, systems=systems, budget=40, variants={'GAREN-f': {'fusion': 0.5}},
+                                       **COMMON)
+    fused, _ = analysis.strength_sweep(prepared, systems=systems, budget=40, fusion=0.5, **COMMON)
+    plain, fused = plain.set_index('system'), fused.set_index('system')
+    # GAREN followed by the fusion stage ranks as GAREN's own fusion option does (an independent code path)
+    assert fused.loc['GAREN', 'nDCG@10'] == pytest.approx(plain.loc['GAREN-f', 'nDCG@10'])
+    assert fused.loc['GAREN', 'nDCG@10'] != pytest.approx(plain.loc['GAREN', 'nDCG@10'])
+    # GAREN+ gets the shared stage INSTEAD of its own fusion 0.1: the same as GAREN+ with fusion 0.5 inside
+    plus = analysis.strength_sweep(prepared, systems=[], budget=40, **COMMON,
+                                   variants={'P': {**garen._compare.GAREN_PLUS, 'fusion': 0.5}})[0]
+    assert fused.loc['GAREN+', 'nDCG@10'] == pytest.approx(plus['nDCG@10'].iloc[0])
+
+
+def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
+    root, prepared = small
+    args = ['--dataset', str(root / 'collection'), '--workdir', str(root / 'work'), '--graph', 'bm25', '--no-minilm',
+            '--navigator', 'vote', '--sigmas', '0.5', '--noise-seeds', '0', '--partition-seeds', '42',
+            '--systems', 'Rerank', 'GAREN']
+    out, plot = tmp_path / 'b.csv', tmp_path / 'b.png'
+    load_example().main([*args, '--budgets', '20', '40', '--fusion', '0.1', '--out', str(out), '--plot', str(plot)])
+    table = pd.read_csv(out)
+    assert list(table.columns) == analysis.SWEEP_COLUMNS
+    assert table.budget.tolist() == [20, 20, 40, 40]
+    assert (tmp_path / 'b.b20.png').stat().st_size > 0
+    assert (tmp_path / 'b.b40.png').stat().st_size > 0
+    expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(20, 40), fusion=0.1,
+                                          **COMMON)
+    pd.testing.assert_frame_equal(table, expected, check_dtype=False)
+    assert 'fusion 0.1 for every system' in capsys.readouterr().out
+    load_example().main([*args, '--budget', '30', '--out', str(out)])
+    assert pd.read_csv(out).budget.tolist() == [30, 30]
+    # 160 documents: a budget of 160 warns, and --strict makes it an error
+    with pytest.warns(UserWarning, match='at least the 160 documents'):
+        load_example().main([*args, '--budget', '160', '--systems', 'Rerank', '--out', str(out)])
+    with pytest.raises(SystemExit, match='at least the 160 documents.*--strict'):
+        load_example().main([*args, '--budget', '160', '--systems', 'Rerank', '--strict', '--out', str(out)])
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        load_example().main([*args, '--budget', '159', '--systems', 'Rerank', '--strict', '--out', str(out)])
+
+
+def test_build_systems_gives_every_system_the_same_fusion_and_final_order(small):
+    from pyterrier_garen import GAREN, FirstStageFusion, SlideGAR, VoteNavigator, build_systems
+    from pyterrier_garen.analysis import SimulatedReranker
+    _, prepared = small
+    reranker = SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=0.5)
+    pipes = build_systems(prepared, reranker, VoteNavigator(), systems=['BM25', 'GAR', 'SlideGAR', 'GAREN+'],
+                          fusion=0.2, final_order='paper')
+
+    def stages(pipe):
+        return list(getattr(pipe, '_transformers', [pipe]))
+    for name, pipe in pipes.items():
+        last = stages(pipe)[-1]
+        assert isinstance(last, FirstStageFusion), name
+        assert last.weight == 0.2
+    plus = next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN))
+    assert plus.fusion == 0
+    assert plus.evidence_weight == 0.5
+    assert plus.final_order == 'paper'
+    assert next(t for t in stages(pipes['SlideGAR']) if isinstance(t, SlideGAR)).final_order == 'paper'
+    alone = build_systems(prepared, reranker, VoteNavigator(), systems=['GAREN+'])['GAREN+']
+    assert next(t for t in stages(alone) if isinstance(t, GAREN)).fusion == 0.1  # its own fusion without --fusion
+    with pytest.raises(ValueError, match='fusion'):
+        build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], fusion=-1)
