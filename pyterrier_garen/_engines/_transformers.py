@@ -31,7 +31,7 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
         chat_template_kwargs: extra variables for the chat template (e.g. ``{'enable_thinking': False}``).
 
     Raises:
-        ImportError: ``torch`` or ``transformers`` is not installed (``pip install pyterrier-garen[cpu]``).
+        ImportError: ``torch`` or ``transformers`` is not installed (``pip install -e '.[cpu]'`` in a clone).
     """
     _repr_attributes = {'context_length': '_context_length'}
 

