@@ -43,9 +43,8 @@ def _look_up(groups, wanted, mode: str):
         return groups.groups_of(wanted)
     if mode == 'group_of':
         return [groups.group_of(d) for d in wanted]
-    # the route before the fast path: one vectorised npids look-up per docno
-    from pyterrier_garen._graphs import lookup_ids
-    return [int(groups.group_ids[lookup_ids(groups._docnos, [d])[0]]) for d in wanted]
+    # the route before the fast path: one vectorised npids look-up per docno (its inverse lookup, as _graphs did)
+    return [int(groups.group_ids[int(groups._docnos.inv[[d]][0])]) for d in wanted]
 
 
 def measure(path: Path, num_lookups: int, mode: str) -> dict:
