@@ -80,15 +80,15 @@ def test_fusion_rank_constant_and_one_based_ranks():
 
 
 def test_garen_fusion_option_worked_example():
-    # plain final order (test_garen_algorithm's worked example) and R_0 ranks a1..a4 = 1..4:
+    # the paper's final order (test_garen_algorithm's worked example, final_order='paper') and R_0 ranks a1..a4 = 1..4:
     #   i: w1 1, a1 2, y1 3, x2 4, a2 5, y3 6, y2 7, a4 8, a3 9, x1 10
     # fusion=1: a1 1/62+1/61 = .032522; a2 1/65+1/62 = .031514; a3 1/69+1/63 = .030366; a4 1/68+1/64 = .030331;
     # then the documents outside R_0 in their final order: w1 1/61, y1 1/63, x2 1/64, y3 1/66, y2 1/67, x1 1/70
-    garen, _, _ = worked_garen(fusion=1.0)
+    garen, _, _ = worked_garen(fusion=1.0, final_order='paper')
     assert garen(first_stage(R0)).docno.tolist() == ['a1', 'a2', 'a3', 'a4', 'w1', 'y1', 'x2', 'y3', 'y2', 'x1']
     # fusion=0.02: a1 1/62+.02/61 = .016457 > w1 .016393; a2 1/65+.02/62 = .015707 between y1 .015873 and
     # x2 .015625; a4 1/68+.02/64 = .015018 above y2 1/67 = .014925; a3 1/69+.02/63 = .014810 below it, above x1
-    garen, _, _ = worked_garen(fusion=0.02)
+    garen, _, _ = worked_garen(fusion=0.02, final_order='paper')
     assert garen(first_stage(R0)).docno.tolist() == ['a1', 'w1', 'y1', 'a2', 'x2', 'y3', 'a4', 'y2', 'a3', 'x1']
 
 
