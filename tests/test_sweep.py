@@ -1,7 +1,5 @@
 """The reranker-strength sweep: its table is reproduced by independent pipelines, the CLI writes the same table."""
-import importlib.util
 import math
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -10,26 +8,14 @@ from ir_measures import R, nDCG
 import pyterrier_garen as garen
 from pyterrier_garen import analysis
 from pyterrier_garen.analysis import SimulatedReranker
-from pyterrier_garen.synthetic import make_synthetic
+from _sweep_example import load_example, small_collection
 
-EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
 SYSTEMS = ['Rerank', 'GAR', 'GAREN', 'GAREN-noprop']
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location('strength_sweep', EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope='module')
 def small(tmp_path_factory):
-    """The synthetic collection, small (160 docs, 16 queries), with a BM25 graph: no MiniLM needed (seconds)."""
-    root = tmp_path_factory.mktemp('sweep')
-    dataset = make_synthetic(root / 'collection', docs_per_topic=10, queries_per_topic=1)
-    prepared = garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
-    return root, prepared
+    return small_collection(tmp_path_factory.mktemp('sweep'))
 
 
 def independent_run(prepared, system, sigma, noise_seed, partition_seed, tmp_path):

@@ -1,32 +1,19 @@
 """The sweep over several budgets in one run, with one fusion for every system, and the budget warnings."""
-import importlib.util
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import pyterrier_garen as garen
 from pyterrier_garen import analysis
-from pyterrier_garen.synthetic import make_synthetic
+from _sweep_example import load_example, small_collection
 
-EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
 COMMON = dict(sigmas=(0.5,), noise_seeds=(0,), partition_seeds=(42,), minilm=False, navigator='vote')
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location('strength_sweep', EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope='module')
 def small(tmp_path_factory):
-    """The synthetic collection, small (160 docs, 16 queries), with a BM25 graph: no MiniLM needed (seconds)."""
-    root = tmp_path_factory.mktemp('budgets')
-    dataset = make_synthetic(root / 'collection', docs_per_topic=10, queries_per_topic=1)
-    return root, garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
+    return small_collection(tmp_path_factory.mktemp('budgets'))
 
 
 def test_budgets_in_one_sweep_equal_one_sweep_per_budget(small):
