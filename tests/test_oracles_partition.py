@@ -1,0 +1,68 @@
+"""Oracles for the partition (``_partition.py``) on graphs small enough to work by hand: what symmetrising keeps,
+how groups are numbered, what the recursion counts and reports, and the modularity of the result."""
+import numpy as np
+import pytest
+
+from pyterrier_garen._partition import Partition, leiden_partition, symmetrise
+
+
+def test_symmetrise_drops_what_leiden_must_not_see():
+    # node 0: edges to 1 (weight 0.2), 2 (inf), 0 (self loop); node 1: to 0 (0.6, the larger of the pair), 2 (nan);
+    # node 2: to 1 (-0.5, negative), 0 (0.4, the only finite weight of the pair 0-2)
+    edges = np.array([[1, 2, 0], [0, 2, 2], [1, 0, 0]])
+    weights = np.array([[0.2, np.inf, 1.0], [0.6, np.nan, 0.0], [-0.5, 0.4, 0.0]])
+    pairs, w = symmetrise(edges, weights, 3)
+    assert pairs.tolist() == [[0, 1], [0, 2]]
+    assert w.tolist() == [0.6, 0.4]
+    # nothing left (self loops only): an empty edge list of the right shape
+    pairs, w = symmetrise(np.array([[0], [1]]), np.array([[1.0], [1.0]]), 2)
+    assert pairs.shape == (0, 2)
+    assert len(w) == 0
+    with pytest.raises(ValueError, match='edge targets'):
+        symmetrise(np.array([[-1]]), np.array([[1.0]]), 1)
+    with pytest.raises(ValueError, match='must both be'):
+        symmetrise(np.array([[1, 0]]), np.array([[1.0]]), 1)
+
+
+def triangles():
+    """Two triangles {0, 2, 4} and {1, 3, 5} with unit weights, and node 6 with self loops only."""
+    neighbours = {0: [2, 4], 2: [0, 4], 4: [0, 2], 1: [3, 5], 3: [1, 5], 5: [1, 3], 6: [6, 6]}
+    edges = np.array([neighbours[i] for i in range(7)])
+    return edges, np.ones(edges.shape)
+
+
+def test_groups_are_numbered_by_their_smallest_node_and_modularity_is_by_hand():
+    part = leiden_partition(*triangles(), max_group_size=3)
+    assert part.labels.tolist() == [0, 1, 0, 1, 0, 1, 2]  # the group of 0 is 0, of 1 is 1, node 6 alone is 2
+    assert part.labels.dtype == np.int64
+    # m = 6 unit edges; each triangle: 3 inside, degree sum 6 -> 2 * (3/6 - (6/12)^2) = 0.5; node 6 adds nothing
+    assert part.modularity == pytest.approx(0.5)
+    assert part.leiden_calls == 1  # no group over the limit: no second run
+    assert part.unsplittable == []
+    assert part.num_groups == 3
+    assert part.sizes().tolist() == [3, 3, 1]
+
+
+def test_groups_over_the_limit_that_leiden_cannot_split_are_reported():
+    # two 4-cliques {0, 2, 4, 6} and {1, 3, 5, 7}: over the limit of 3, and a clique has no split of positive gain
+    nodes = {0: [0, 2, 4, 6], 1: [1, 3, 5, 7]}
+    edges = np.array([[j for j in nodes[i % 2] if j != i] for i in range(8)])
+    part = leiden_partition(edges, np.ones(edges.shape), max_group_size=3)
+    assert part.labels.tolist() == [0, 1, 0, 1, 0, 1, 0, 1]
+    assert part.leiden_calls == 3  # the whole graph, then each clique once
+    assert part.unsplittable == [0, 1]
+    # at the limit (4) nothing is re-partitioned
+    part = leiden_partition(edges, np.ones(edges.shape), max_group_size=4)
+    assert (part.leiden_calls, part.unsplittable) == (1, [])
+
+
+def test_an_empty_graph_and_a_graph_without_edges():
+    empty = leiden_partition(np.zeros((0, 3), dtype=np.int64), np.zeros((0, 3)))
+    assert empty.labels.tolist() == []
+    assert empty.num_groups == 0
+    assert empty.sizes().tolist() == []
+    # no edge survives symmetrising: every node is its own group, numbered by id, modularity 0
+    alone = leiden_partition(np.array([[0], [1], [2]]), np.ones((3, 1)))
+    assert alone.labels.tolist() == [0, 1, 2]
+    assert alone.modularity == 0.0
+    assert Partition(np.array([1, 0, 1])).sizes().tolist() == [1, 2]
