@@ -4,7 +4,8 @@ import types
 
 import pytest
 
-from pyterrier_garen._driver import RERANK, is_listwise, order_tail, slide, window_starts
+from pyterrier_garen._driver import (EVENT, NAVIGATE, RERANK, QueryState, Ranked, _Recorder, is_listwise, order_tail,
+                                     run_batched, slide, window_starts)
 
 
 def drive(search, answer):
@@ -67,3 +68,84 @@ def test_is_listwise_looks_into_a_nested_pipeline():
     assert is_listwise(types.SimpleNamespace(_transformers=[pointwise, nested]))
     assert not is_listwise(types.SimpleNamespace(_transformers=[listwise, types.SimpleNamespace(
         _transformers=[pointwise])]))
+
+
+def test_run_batched_serves_the_first_handler_kind_first_and_batches_the_rest():
+    log = []
+
+    def q1():
+        first = yield EVENT, {'iteration': 1, 'note': 'start'}
+        scores = yield NAVIGATE, {'docno': ['g1', 'g2']}
+        ranked = yield RERANK, ['a', 'b']
+        return first, list(scores), list(ranked)
+
+    def q2():
+        one = yield RERANK, ['c']
+        two = yield RERANK, ['d']
+        return list(one), list(two)
+
+    def q3():
+        return 'nothing to ask'
+        yield  # a generator that finishes at once
+
+    def handler(kind):
+        def handle(requests):
+            log.append((kind, [(qid, payload) for qid, _, payload in requests]))
+            return [[f'{kind}:{qid}'] for qid, _, _ in requests]
+        return handle
+
+    seen = []
+    results = run_batched({('q1', 'x'): q1(), ('q2', 'y'): q2(), ('q3', 'z'): q3()},
+                          {NAVIGATE: handler('nav'), RERANK: handler('rr')},
+                          observer=lambda key, kind, payload: seen.append((key[0], kind)))
+    # navigation first (q1), then ONE reranker call for q1 and q2 together, then q2's second window alone
+    assert log == [('nav', [('q1', {'docno': ['g1', 'g2']})]),
+                   ('rr', [('q1', ['a', 'b']), ('q2', ['c'])]),
+                   ('rr', [('q2', ['d'])])]
+    assert results == {('q1', 'x'): (None, ['nav:q1'], ['rr:q1']), ('q2', 'y'): (['rr:q2'], ['rr:q2']),
+                       ('q3', 'z'): 'nothing to ask'}
+    # every request is observed, the event too (answered with None, never sent to a handler)
+    assert seen == [('q1', EVENT), ('q1', NAVIGATE), ('q2', RERANK), ('q1', RERANK), ('q2', RERANK)]
+
+
+def test_recorder_counts_calls_and_merges_events_of_one_iteration():
+    recorder = _Recorder(trace=True)
+    key = ('q1', 'x')
+    for kind in (RERANK, NAVIGATE, RERANK):
+        recorder(key, kind, None)
+    recorder(key, EVENT, {'iteration': 1, 'window': ['a']})
+    recorder(key, EVENT, {'iteration': 1, 'expansion': ['b']})
+    recorder(key, EVENT, {'iteration': 2, 'window': ['b']})
+    recorder(('q2', 'y'), EVENT, {'iteration': 2, 'window': ['c']})
+    assert recorder.calls == {key: {RERANK: 2, NAVIGATE: 1}}
+    assert recorder.steps == {key: [{'iteration': 1, 'window': ['a'], 'expansion': ['b']},
+                                    {'iteration': 2, 'window': ['b']}],
+                              ('q2', 'y'): [{'iteration': 2, 'window': ['c']}]}
+    quiet = _Recorder(trace=False)
+    quiet(key, EVENT, {'iteration': 1})
+    quiet(key, RERANK, None)
+    assert (quiet.steps, quiet.calls) == ({}, {key: {RERANK: 1}})
+
+
+def test_query_state_records_requests_placements_and_scores():
+    state = QueryState(['a', 'b', 'c', 'd', 'e'], lambda docno: [])
+    assert state.rank0 == {'a': 0, 'b': 1, 'c': 2, 'd': 3, 'e': 4}
+    requests, order = drive(state.rerank(['a', 'b']), lambda request: Ranked(['b', 'a'], [2.0, 1.5]))
+    assert (requests, order) == ([(RERANK, ['a', 'b'])], ['b', 'a'])
+    # a plain list as the answer (no scores): placements are recorded, scores stay as they were
+    drive(state.rerank(['a', 'c']), lambda request: ['c', 'a'])
+    assert state.reranks == 2
+    assert state.last == {'b': (1, 0), 'a': (2, 1), 'c': (2, 0)}  # (1-based request, 0-based position)
+    assert state.scores == {'b': 2.0, 'a': 1.5}
+    # navigation: one request, the scores cached under the keys (as floats); no keys, no request
+    requests, scores = drive(state.navigate([7, 9], {'docno': ['x', 'y']}), lambda request: [1, 0.5])
+    assert requests == [(NAVIGATE, {'docno': ['x', 'y']})]
+    assert scores == {7: 1.0, 9: 0.5}
+    assert drive(state.navigate([], {}), lambda request: 1 / 0) == ([], {})
+    assert state.cache == {7: 1.0, 9: 0.5}
+    # backfill: unobserved documents of R_0 in rank order, not already chosen, up to n
+    state.observed.update({'a': 1, 'c': 1})
+    assert list(state.unobserved_r0()) == ['b', 'd', 'e']
+    assert state.backfill(['d'], 3) == ['d', 'b', 'e']
+    assert state.backfill(['x'], 2) == ['x', 'b']
+    assert state.backfill(['x', 'y'], 2) == ['x', 'y']
