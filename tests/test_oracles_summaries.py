@@ -1,16 +1,22 @@
-"""Oracles for the extractive summariser and the summary records (``_summaries.py``), worked by hand.
+"""Oracles for the extractive summariser, the summary records and the summary store (``_summaries.py``), by hand.
 
 The group below is chosen so that the plausible variants give other texts: salience ``tf * df`` (``tf`` alone ranks
 ``gases`` above ``heat``), centrality divided by the square root of the number of distinct terms (dividing by the
 number itself puts ``Heat flows.`` first), terms of three letters or more without stop words, one title per
 document with a title and the first two sentences of one without.
 """
+import errno
+import json
+import re
+import time
 from pathlib import Path
 
 import pytest
 
-from pyterrier_garen._summaries import (REQUEST_FAILED, UNUSABLE_REPLY, ExtractiveSummarizer, FailureBudget,
-                                        failed_request, stamp)
+from pyterrier_garen import _summaries
+from pyterrier_garen._atomic import ResourceError
+from pyterrier_garen._summaries import (PARTIAL, PARTIAL_META, REQUEST_FAILED, SUMMARIES, UNUSABLE_REPLY,
+                                        ExtractiveSummarizer, FailureBudget, SummaryStore, failed_request, stamp)
 
 GROUP = [
     # terms: heat transfer rarefied gases | gases conduct heat gases gases ("in" is too short)
@@ -98,3 +104,84 @@ def test_failure_budget_counts_against_the_share():
     for bad in (True, -0.1, 1.5, '0.1'):
         with pytest.raises(ValueError, match='max_failed_share'):
             FailureBudget(3, bad)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the summary store on its own (tests/test_oracles_store.py drives it through GroupCorpusGraph.summarize)
+
+FAILED = {'concept': '', 'summary': 'x', 'fallback': True, 'fallback_reason': REQUEST_FAILED}
+
+
+def test_store_resume_retries_failed_records_and_keeps_a_finished_runs_records(tmp_path):
+    store = SummaryStore(tmp_path, 3)
+    assert store.missing() == [0, 1, 2]  # a fresh store knows no record
+    before = time.time()
+    assert store.begin({'name': 'a'}) == {}
+    started = json.loads((tmp_path / PARTIAL_META).read_text())
+    assert started['summarizer'] == {'name': 'a'}
+    assert before <= started['started'] <= time.time()
+    store.add([{'group': 0, 'concept': 'c0'}, {'group': 1, **FAILED}])
+    # resuming: the record whose engine request failed is not finished, so the run retries its group
+    again = SummaryStore(tmp_path, 3)
+    assert again.begin({'name': 'a'}) == {0: {'group': 0, 'concept': 'c0'}}
+    assert again.missing() == [1, 2]
+    # a fresh run that starts from a finished run's records (keep): the good ones count, the failed one not
+    fresh = SummaryStore(tmp_path, 3)
+    done = fresh.begin({'name': 'a'}, overwrite=True, keep=[{'group': 2, 'concept': 'c2'}, {'group': 0, **FAILED}])
+    assert done == {2: {'group': 2, 'concept': 'c2'}}
+    assert [json.loads(line)['group'] for line in (tmp_path / PARTIAL).read_text().splitlines()] == [2]
+    # discarding twice (or with nothing there) is not an error
+    fresh.discard_partial()
+    fresh.discard_partial()
+    assert not (tmp_path / PARTIAL).exists()
+    assert not (tmp_path / PARTIAL_META).exists()
+
+
+def test_store_read_names_the_lines_and_checks_the_count(tmp_path):
+    store = SummaryStore(tmp_path, 3)
+    lines = [{'group': 1, 'concept': 'a'}, {'group': 0, 'concept': 'b'}]
+    (tmp_path / SUMMARIES).write_text(''.join(json.dumps(r) + '\n' for r in lines))
+    assert store.read() == [lines[1], lines[0], None]
+    assert store.read(expected=2) == [lines[1], lines[0], None]
+    with pytest.raises(ValueError, match='holds 2 records, pt_meta.json says 3'):
+        store.read(expected=3)
+    (tmp_path / SUMMARIES).write_text(''.join(json.dumps(r) + '\n' for r in lines + [{'group': 1}]))
+    with pytest.raises(ValueError, match=r'summaries.jsonl line 3 repeats group 1 \(first on line 1\)'):
+        store.read()
+    (tmp_path / SUMMARIES).write_text(json.dumps(lines[0]) + '\n{"group": 7}\n')
+    with pytest.raises(ValueError, match='summaries.jsonl line 2 names unknown group 7'):
+        store.read()
+
+
+def test_store_add_accepts_group_ids_in_range_and_names_the_file_on_a_full_disk(tmp_path, monkeypatch):
+    store = SummaryStore(tmp_path, 3)
+    store.begin({'name': 'a'})
+    with pytest.raises(ValueError, match='group 3, but group ids run from 0 to 2'):
+        store.add([{'group': 3}])
+    assert store.add([{'group': 2}, {'group': 2, 'concept': 'again'}]) == 1
+
+    def full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(_summaries, 'open_no_follow', full)
+    with pytest.raises(ResourceError, match=re.escape(f'cannot write {tmp_path / PARTIAL}: no space left')):
+        store.add([{'group': 0}])
+
+
+def test_store_finish_counts_the_fallbacks_and_why(tmp_path):
+    store = SummaryStore(tmp_path, 3)
+    store.begin({'name': 'a'})
+    store.add([{'group': 1, 'concept': 'b'}])
+    with pytest.raises(ValueError, match=r'2 groups have no summary yet \(e.g. \[0, 2\]\)'):
+        store.finish({'name': 'a'})
+    store.add([{'group': 2, **FAILED}, {'group': 0, 'fallback': True, 'fallback_reason': UNUSABLE_REPLY}])
+    assert store.finish({'name': 'a'}) == {
+        'summarizer': {'name': 'a'}, 'count': 3, 'fallbacks': 2,
+        'fallback_reasons': {REQUEST_FAILED: 1, UNUSABLE_REPLY: 1},
+        'fallback_summarizer': ExtractiveSummarizer().config()}
+    # summaries.jsonl holds every group in id order
+    assert [json.loads(line)['group'] for line in (tmp_path / SUMMARIES).read_text().splitlines()] == [0, 1, 2]
+    clean = SummaryStore(tmp_path / 'clean', 1)
+    clean.path.mkdir()
+    clean.begin({'name': 'a'})
+    clean.add([{'group': 0}])
+    assert clean.finish({'name': 'a'}) == {'summarizer': {'name': 'a'}, 'count': 1, 'fallbacks': 0}
