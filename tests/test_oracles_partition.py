@@ -18,10 +18,28 @@ def test_symmetrise_drops_what_leiden_must_not_see():
     pairs, w = symmetrise(np.array([[0], [1]]), np.array([[1.0], [1.0]]), 2)
     assert pairs.shape == (0, 2)
     assert len(w) == 0
-    with pytest.raises(ValueError, match='edge targets'):
-        symmetrise(np.array([[-1]]), np.array([[1.0]]), 1)
-    with pytest.raises(ValueError, match='must both be'):
-        symmetrise(np.array([[1, 0]]), np.array([[1.0]]), 1)
+    # a zero weight is dropped too (node 2 -> 1 alone)
+    pairs, w = symmetrise(np.array([[1], [0], [1]]), np.array([[1.0], [1.0], [0.0]]), 3)
+    assert pairs.tolist() == [[0, 1]]
+    for bad in (-1, 1):  # a target below 0 or at num_nodes
+        with pytest.raises(ValueError, match='edge targets'):
+            symmetrise(np.array([[bad]]), np.array([[1.0]]), 1)
+    for edges, weights, n in [(np.array([[1, 0]]), np.array([[1.0]]), 1),   # shapes differ
+                              (np.array([1, 0]), np.array([1.0, 1.0]), 2),   # not (n, k)
+                              (np.array([[1], [0]]), np.ones((2, 1)), 3)]:   # not num_nodes rows
+        with pytest.raises(ValueError, match='must both be'):
+            symmetrise(edges, weights, n)
+
+
+def test_symmetrise_takes_int32_ids_of_a_graph_past_2_31_pairs():
+    # pair keys are min * n + max: with n = 70,000 they pass 2^31, so int32 ids must be widened first
+    n = 70_000
+    edges = ((np.arange(n) + 1) % n).astype(np.int32).reshape(n, 1)  # a ring: i -> i + 1
+    pairs, w = symmetrise(edges, np.ones((n, 1), dtype=np.float32), n)
+    assert len(pairs) == n
+    assert pairs[-2:].tolist() == [[n - 3, n - 2], [n - 2, n - 1]]
+    assert pairs[0].tolist() == [0, 1]
+    assert pairs[1].tolist() == [0, n - 1]
 
 
 def triangles():
