@@ -3,7 +3,10 @@ the accounting, with values worked by hand at the edges where the plausible vari
 import types
 
 import pytest
+from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from test_baselines import R6, SLIDE_GRAPH, SLIDE_SCORES
 
+from pyterrier_garen import SlideGAR
 from pyterrier_garen._driver import (EVENT, NAVIGATE, RERANK, QueryState, Ranked, _Recorder, is_listwise, order_tail,
                                      run_batched, slide, window_starts)
 
@@ -149,3 +152,19 @@ def test_query_state_records_requests_placements_and_scores():
     assert state.backfill(['d'], 3) == ['d', 'b', 'e']
     assert state.backfill(['x'], 2) == ['x', 'b']
     assert state.backfill(['x', 'y'], 2) == ['x', 'y']
+
+
+class ListwiseDict(DictScorer):
+    """A DictScorer that declares window-relative scores."""
+    listwise = True
+
+
+def test_auto_final_order_asks_the_searchs_own_reranker():
+    # SlideGAR's worked example (tests/test_baselines.py): kept top n1 r6; below it, by the last window's position
+    # ('dropped': r1 r3 r2 at position 2, then r5 n2 r4 at 3) or by score ('score': 5 4 2 1 .5 0)
+    graph = ToyGroupGraph(SLIDE_GRAPH, {})
+
+    def run(reranker):
+        return SlideGAR(reranker, graph, window=4, keep=2, budget=8)(first_stage(R6)).docno.tolist()
+    assert run(ListwiseDict(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'r2', 'r5', 'n2', 'r4']
+    assert run(DictScorer(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'n2', 'r2', 'r5', 'r4']
