@@ -1,5 +1,7 @@
 """Oracles for the partition (``_partition.py``) on graphs small enough to work by hand: what symmetrising keeps,
 how groups are numbered, what the recursion counts and reports, and the modularity of the result."""
+import re
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,33 @@ def test_an_empty_graph_and_a_graph_without_edges():
     assert alone.labels.tolist() == [0, 1, 2]
     assert alone.modularity == 0.0
     assert Partition(np.array([1, 0, 1])).sizes().tolist() == [1, 2]
+
+
+def clique(n):
+    edges = np.array([[j for j in range(n) if j != i] for i in range(n)])
+    return edges, np.ones(edges.shape)
+
+
+def test_the_default_limit_is_20_and_the_run_is_quiet(capsys):
+    # a clique of 21 is over the paper's limit of 20 (one more Leiden run, reported unsplittable); one of 20 is not
+    over = leiden_partition(*clique(21))
+    assert (over.leiden_calls, over.unsplittable) == (2, [0])
+    at = leiden_partition(*clique(20))
+    assert (at.leiden_calls, at.unsplittable) == (1, [])
+    assert capsys.readouterr().err == ''  # no progress bar unless verbose
+    assert leiden_partition(*clique(3), max_group_size=2).unsplittable == [0]  # 2 is the smallest limit
+
+
+@pytest.mark.parametrize(('kwargs', 'message'), [
+    ({'resolution': 0}, 'resolution must be a finite number > 0, got 0'),
+    ({'resolution': -1.0}, 'resolution must be a finite number > 0, got -1.0'),
+    ({'randomness': 0}, 'randomness must be a finite number > 0, got 0'),
+    ({'randomness': -0.5}, 'randomness must be a finite number > 0, got -0.5'),
+    ({'max_group_size': 1}, 'max_group_size must be an integer >= 2, got 1'),
+    ({'tolerance': -1.0}, 'tolerance must be a finite number >= 0, got -1.0'),
+    ({'seed': 1.5}, 'seed must be an integer, got 1.5'),
+    ({'iterations': 2.5}, 'iterations must be an integer, got 2.5'),
+])
+def test_partition_parameters_are_checked_by_name(kwargs, message):
+    with pytest.raises(ValueError, match=f'^{re.escape(message)}'):
+        leiden_partition(*clique(3), **kwargs)
