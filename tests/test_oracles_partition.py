@@ -1,6 +1,7 @@
 """Oracles for the partition (``_partition.py``) on graphs small enough to work by hand: what symmetrising keeps,
 how groups are numbered, what the recursion counts and reports, and the modularity of the result."""
 import re
+import time
 
 import numpy as np
 import pytest
@@ -116,3 +117,68 @@ def test_the_default_limit_is_20_and_the_run_is_quiet(capsys):
 def test_partition_parameters_are_checked_by_name(kwargs, message):
     with pytest.raises(ValueError, match=f'^{re.escape(message)}'):
         leiden_partition(*clique(3), **kwargs)
+
+
+@pytest.mark.parametrize('backend', ['igraph', 'leidenalg'])
+def test_weighted_modularity_at_another_resolution(backend):
+    # triangle {0, 2, 4} of weight 1, triangle {1, 3, 5} of weight 3 (node 6 alone): m = 3 + 9 = 12, and at
+    # resolution 0.5, Q = sum over groups of L/m - 0.5 (d / 2m)^2 = (3/12 - 0.5 (6/24)^2) + (9/12 - 0.5 (18/24)^2)
+    # = 0.21875 + 0.46875 = 0.6875 (unweighted it would be 0.75, at resolution 1 it is 0.375)
+    edges, _ = triangles()
+    weights = np.repeat(np.where(np.arange(7) % 2 == 1, 3.0, 1.0)[:, None], 2, axis=1)
+    part = leiden_partition(edges, weights, resolution=0.5, backend=backend)
+    assert part.labels.tolist() == [0, 1, 0, 1, 0, 1, 2]
+    assert part.modularity == pytest.approx(0.6875)
+
+
+def test_stage_times_are_durations_of_this_call():
+    started, cpu_started = time.perf_counter(), time.process_time()
+    part = leiden_partition(*clique(21))
+    wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+    assert set(part.seconds) == set(part.cpu_seconds) == {'symmetrise', 'leiden', 'split'}
+    assert all(0 <= s <= wall for s in part.seconds.values())
+    assert sum(part.seconds.values()) <= wall
+    assert all(0 <= s <= cpu + 0.01 for s in part.cpu_seconds.values())
+
+
+def test_which_leiden_runs_with_which_arguments(monkeypatch):
+    from pyterrier_garen import _partition
+    calls = []
+
+    def spy(name):
+        real = getattr(_partition, name)
+
+        def run(*args, **kwargs):
+            calls.append((name, {k: v for k, v in kwargs.items() if k in ('randomness', 'iterations', 'tolerance',
+                                                                         'backend')}))
+            return real(*args, **kwargs)
+        monkeypatch.setattr(_partition, name, run)
+    for name in ('_leiden_until_settled', '_run_leiden', '_split_groups'):
+        spy(name)
+    leiden_partition(*clique(21), randomness=0.01, tolerance=0.5)  # igraph, until settled: the tolerance applies
+    assert calls == [('_leiden_until_settled', {'randomness': 0.01, 'tolerance': 0.5}),
+                     ('_split_groups', {'randomness': 0.01, 'backend': 'igraph', 'iterations': -1})]
+    calls.clear()
+    leiden_partition(*clique(21), randomness=0.01, iterations=2)  # a fixed number of iterations: one plain run
+    assert calls == [('_run_leiden', {'randomness': 0.01, 'backend': 'igraph', 'iterations': 2}),
+                     ('_split_groups', {'randomness': 0.01, 'backend': 'igraph', 'iterations': 2})]
+    calls.clear()
+    leiden_partition(*clique(21), backend='leidenalg')
+    # leidenalg: one plain run of the whole graph, then _split_groups runs it once per group over the limit
+    assert [name for name, _ in calls] == ['_run_leiden', '_split_groups', '_run_leiden']
+    assert {kwargs['backend'] for _, kwargs in calls} == {'leidenalg'}
+
+
+def test_a_group_at_the_limit_next_to_one_over_it_is_left_alone():
+    # a 5-clique (nodes 0-4) over the limit 4 and a 4-clique (5-8) at it: only the first is re-partitioned, and the
+    # edges of the second stay out of that run
+    edges = [[j for j in range(5) if j != i] for i in range(5)] + [[j for j in range(5, 9) if j != i] + [i]
+                                                                     for i in range(5, 9)]
+    part = leiden_partition(np.array(edges), np.ones((9, 4)), max_group_size=4)
+    assert part.labels.tolist() == [0] * 5 + [1] * 4
+    assert (part.leiden_calls, part.unsplittable) == (2, [0])
+
+
+def test_verbose_shows_the_re_partitioning(capsys):
+    leiden_partition(*clique(21), verbose=True)
+    assert 're-partitioning large groups' in capsys.readouterr().err
