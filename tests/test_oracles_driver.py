@@ -6,9 +6,9 @@ import pytest
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 from test_baselines import R6, SLIDE_GRAPH, SLIDE_SCORES
 
-from pyterrier_garen import SlideGAR
-from pyterrier_garen._driver import (EVENT, NAVIGATE, RERANK, QueryState, Ranked, _Recorder, is_listwise, order_tail,
-                                     run_batched, slide, window_starts)
+from pyterrier_garen import SlideGAR, SlidingWindowReranker
+from pyterrier_garen._driver import (EVENT, NAVIGATE, RERANK, QueryState, Ranked, _Recorder, check_window, is_listwise,
+                                     order_tail, run_batched, slide, window_starts)
 
 
 def drive(search, answer):
@@ -168,3 +168,24 @@ def test_auto_final_order_asks_the_searchs_own_reranker():
         return SlideGAR(reranker, graph, window=4, keep=2, budget=8)(first_stage(R6)).docno.tolist()
     assert run(ListwiseDict(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'r2', 'r5', 'n2', 'r4']
     assert run(DictScorer(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'n2', 'r2', 'r5', 'r4']
+
+
+def test_check_window_checks_each_size_itself():
+    # check_window is public: it checks all three sizes itself, not only keep < window
+    for args, name in [((2.5, 1, 10), 'window'), ((4, 0, 10), 'keep'), ((4, 2, 0), 'budget')]:
+        with pytest.raises(ValueError, match=f'^{name} must be a positive integer'):
+            check_window(*args)
+    with pytest.raises(ValueError, match='must be smaller than window'):
+        check_window(4, 4, 10)
+    check_window(4, 3, 1)
+
+
+def test_a_stride_equal_to_the_window_is_allowed():
+    # stride <= window: equal strides tile the list without overlap (bottom window [2, 4), then [0, 2))
+    reranker = DictScorer({'a': 1, 'b': 2, 'c': 3, 'd': 4})
+    out = SlidingWindowReranker(reranker, window=2, stride=2, budget=4, final_order='paper')(
+        first_stage(['a', 'b', 'c', 'd']))
+    assert [call.docno.tolist() for call in reranker.calls] == [['c', 'd'], ['a', 'b']]
+    assert out.docno.tolist() == ['b', 'a', 'd', 'c']
+    with pytest.raises(ValueError, match=r'stride \(3\) must not exceed window \(2\)'):
+        SlidingWindowReranker(reranker, window=2, stride=3)
