@@ -136,9 +136,11 @@ def test_stage_times_are_durations_of_this_call():
     part = leiden_partition(*clique(21))
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu_started
     assert set(part.seconds) == set(part.cpu_seconds) == {'symmetrise', 'leiden', 'split'}
-    assert all(0 <= s <= wall for s in part.seconds.values())
-    assert sum(part.seconds.values()) <= wall
-    assert all(0 <= s <= cpu + 0.01 for s in part.cpu_seconds.values())
+    # each stage is measured inside the call, so the stages add up to at most what the caller measured around it
+    assert all(s >= 0 for s in part.seconds.values())
+    assert sum(part.seconds.values()) <= wall + 1e-9
+    assert all(s >= 0 for s in part.cpu_seconds.values())
+    assert sum(part.cpu_seconds.values()) <= cpu + 1e-9
 
 
 def test_which_leiden_runs_with_which_arguments(monkeypatch):
