@@ -7,6 +7,7 @@ from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 from test_baselines import R6, SLIDE_GRAPH, SLIDE_SCORES
 
 from pyterrier_garen import SlideGAR, SlidingWindowReranker
+from pyterrier_garen._garen import window_loop
 from pyterrier_garen._driver import (EVENT, NAVIGATE, RERANK, QueryState, Ranked, _Recorder, check_window, is_listwise,
                                      order_tail, run_batched, slide, window_starts)
 
@@ -17,7 +18,8 @@ def drive(search, answer):
     try:
         while True:
             request = search.send(reply)
-            requests.append((request[0], list(request[1]) if request[0] == RERANK else request[1]))
+            requests.append((request[0], list(request[1]) if request[0] == RERANK else dict(request[1])
+                             if request[0] == EVENT else request[1]))
             reply = answer(request)
     except StopIteration as stop:
         return requests, stop.value
@@ -189,3 +191,26 @@ def test_a_stride_equal_to_the_window_is_allowed():
     assert out.docno.tolist() == ['b', 'a', 'd', 'c']
     with pytest.raises(ValueError, match=r'stride \(3\) must not exceed window \(2\)'):
         SlidingWindowReranker(reranker, window=2, stride=3)
+
+
+def test_window_loop_records_each_window_and_returns_the_last_ranked_one():
+    # the first window is R_0's top w = 3; each expansion brings the n = w - h = 2 documents asked for
+    state = QueryState(['a', 'b', 'c', 'd'], lambda docno: [])
+    extra = iter([['x', 'y'], []])
+
+    def expand(state, t, window, n):
+        assert n == 2
+        return next(extra)
+        yield  # a coroutine that asks nothing
+
+    requests, last = drive(window_loop(state, expand, window=3, keep=1, budget=10), lambda request: (
+        list(reversed(request[1])) if request[0] == RERANK else None))
+    events = [payload for kind, payload in requests if kind == EVENT]
+    assert events == [{'iteration': 1, 'window': ['a', 'b', 'c'], 'reranked': ['c', 'b', 'a']},
+                      {'iteration': 1, 'expansion': ['x', 'y']},
+                      {'iteration': 2, 'window': ['c', 'x', 'y'], 'reranked': ['y', 'x', 'c']},
+                      {'iteration': 2, 'expansion': []}]  # an empty expansion stops the search
+    assert last == ['y', 'x', 'c']
+    assert state.observed == {'a': 1, 'b': 1, 'c': 1, 'x': 2, 'y': 2}
+    # no first-stage document: no request, an empty last window
+    assert drive(window_loop(QueryState([], lambda d: []), expand, window=3, keep=1, budget=10), None) == ([], [])
