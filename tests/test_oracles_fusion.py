@@ -98,3 +98,10 @@ def test_default_weight_and_what_the_first_stage_transformer_gets():
 def test_input_without_docno_is_refused_naming_the_stage():
     with pytest.raises(Exception, match=r'(?s)FirstStageFusion.*docno'):
         FirstStageFusion(frame(['a']))(pd.DataFrame({'qid': ['q1'], 'rank': [0]}))
+
+
+def test_the_first_stage_is_ordered_by_rank_over_score_and_rows():
+    # R_0 rows: a (rank 1, score 9), b (rank 0, score 1): by rank b a (by score or by rows it would be a b).
+    # Input a b, weight 3, k = 1: a 1/2 + 3/3 = 1.5, b 1/3 + 3/2 = 1.83 -> b a (with R_0 = a b: a 2.0, b 1.33)
+    r0 = frame(['a', 'b'], rank=[1, 0], score=[9., 1.])
+    assert FirstStageFusion(r0, weight=3, k=1)(frame(['a', 'b'], rank=[0, 1])).docno.tolist() == ['b', 'a']
