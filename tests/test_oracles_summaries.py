@@ -6,6 +6,7 @@ number itself puts ``Heat flows.`` first), terms of three letters or more withou
 document with a title and the first two sentences of one without.
 """
 import errno
+import hashlib
 import json
 import re
 import time
@@ -185,3 +186,61 @@ def test_store_finish_counts_the_fallbacks_and_why(tmp_path):
     clean.begin({'name': 'a'})
     clean.add([{'group': 0}])
     assert clean.finish({'name': 'a'}) == {'summarizer': {'name': 'a'}, 'count': 1, 'fallbacks': 0}
+
+
+def test_extractive_centrality_divides_by_the_root_and_keeps_own_punctuation():
+    # kappa: tf 2 * df 2 = 4; lambda omega sigma theta: 1 each. Centrality: 'Kappa.' 4 / 1 = 4, 'Lambda omega sigma
+    # theta.' 4 / sqrt(4) = 2 (multiplying by the root would give 8 and put it first); the second 'Kappa.' repeats
+    docs = [{'docno': 'a', 'text': 'Kappa. Lambda omega sigma theta.'}, {'docno': 'b', 'text': 'Kappa.'}]
+    assert ExtractiveSummarizer(num_sentences=2).summarize_one(docs)['summary'] == (
+        'Key terms: kappa, lambda, omega, sigma, theta. Kappa. Lambda omega sigma theta.')
+    # a sentence without a term has centrality 0, below 'Zeta.' (1 / 1); 1 would tie and sort 'Of it.' first
+    assert ExtractiveSummarizer().summarize_one([{'docno': 'x', 'text': 'Zeta. Of it.'}])['summary'] == (
+        'Key terms: zeta. Zeta. Of it.')
+    # titles ending in ? or ! keep their mark; a document with neither title nor text adds nothing. heat: tf 2 *
+    # df 2 = 4, stop 1 ('why' is a stop word): 'Why heat?' 4 / 1 = 4 before 'Stop heat!' 5 / sqrt(2) = 3.5
+    docs = [{'docno': 'a', 'title': 'Why heat?'}, {'docno': 'b', 'title': 'Stop heat!'}, {'docno': 'c'}]
+    assert ExtractiveSummarizer().summarize_one(docs)['summary'] == 'Key terms: heat, stop. Why heat? Stop heat!'
+
+
+def test_extractive_defaults_and_prompt_hash_by_an_independent_route():
+    params = {'num_terms': 12, 'num_terms_concept': 3, 'num_sentences': 4, 'max_chars': 1200}
+    config = ExtractiveSummarizer().config()
+    assert config['params'] == params
+    # the hash is of the parameters as JSON with sorted keys, first 12 hex digits
+    text = '{"max_chars": 1200, "num_sentences": 4, "num_terms": 12, "num_terms_concept": 3}'
+    assert config['prompt_hash'] == hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def test_check_record_refuses_what_is_not_a_record(tmp_path):
+    store = SummaryStore(tmp_path, 3)
+    for line, words in [('{"group": NaN}', 'not JSON'), ('{"group": 1, "concept": Infinity}', 'not JSON'),
+                        ('{"group": true}', '"group" must be an integer'),
+                        ('{"group": 3}', 'names unknown group 3'),
+                        ('{"group": 0, "concept": 5}', '"concept" must be a string'),
+                        ('{"group": 0, "summary": ["x"]}', '"summary" must be a string')]:
+        (tmp_path / SUMMARIES).write_text(line + '\n')
+        with pytest.raises(ValueError, match=re.escape(words)):
+            store.read()
+
+
+def test_failure_budget_messages_and_the_full_share():
+    failed = {'fallback': True, 'fallback_reason': REQUEST_FAILED, 'error': 'engine request failed: down'}
+    budget = FailureBudget(10, 0.2)
+    budget.count([failed, {'concept': 'ok'}, failed, {'concept': 'ok'}, failed])
+    message = str(budget.error(Path('/x')))
+    assert message.startswith('3 of the 10 groups to summarise could not be summarised by the model: their engine '
+                              'request failed (stopped after 5 groups), more than max_failed_share=0.2 allows')
+    assert 'The 2 other records are kept in /x/summaries.partial.jsonl' in message
+    budget.count([{'concept': 'ok'}] * 5)
+    assert '(stopped after' not in str(budget.error(Path('/x')))  # every group seen
+    # 1 is allowed (never an error); the unusable replies are named in the warning
+    everything = FailureBudget(2, 1)
+    everything.count([failed, {'fallback': True, 'fallback_reason': UNUSABLE_REPLY, 'error': 'reply not JSON'}])
+    assert not everything.exceeded
+    with pytest.warns(UserWarning, match='groups got an extractive summary') as caught:
+        everything.warn()
+    assert [str(w.message)[:60] for w in caught] == [
+        '1 of 2 groups got an extractive summary because their engine',
+        "1 of 2 groups got an extractive summary because the model's "]
+    assert 'e.g. reply not JSON' in str(caught[1].message)
