@@ -1,7 +1,6 @@
 """The GroupCorpusGraph artifact: a pyterrier-adaptive corpus graph plus a Leiden partition and group summaries."""
 from __future__ import annotations
 
-import json
 import os
 import warnings
 from functools import cached_property
@@ -19,7 +18,7 @@ from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PAC
                              graph_arrays)
 from ._io import write_json
 from ._summaries import (MAX_FAILED_SHARE, SUMMARIES, FailureBudget, Summarizer, SummaryStore, failed_request,
-                         stamp)
+                         remove_leftovers, stamp, summarize_batch)
 
 __all__ = ['GroupCorpusGraph', 'ArtifactError']
 
@@ -443,7 +442,7 @@ class GroupCorpusGraph(CorpusGraph):
         elif hasattr(summarizer, 'build') and not hasattr(summarizer, 'summarize'):
             summarizer = summarizer.build()  # a SummarizerSpec, run in this process
         config = summarizer.config()
-        _remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
+        remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
         keep = None
         if self.has_summaries and not overwrite:
             if self.meta['summaries'].get('summarizer') != config:
@@ -467,7 +466,7 @@ class GroupCorpusGraph(CorpusGraph):
                 results = (records for records, _ in summarize_batches(summarizer, batches, options=ray,
                                                                         config=config, verbose=verbose))
             else:
-                results = (_summarize_batch(summarizer, batch) for batch in batches)
+                results = (summarize_batch(summarizer, batch) for batch in batches)
             try:
                 for records in results:
                     stamped = [stamp(record, gid, provenance) for gid, record in records]
@@ -579,29 +578,3 @@ class GroupCorpusGraph(CorpusGraph):
 
 def _step(name: str) -> None:
     """A point between two writes of :meth:`GroupCorpusGraph.summarize` (tests interrupt it here)."""
-
-
-def _remove_leftovers(path: Path) -> None:
-    """Before summarising: the temporaries that a killed write left inside the artifact, and the partial run of a
-    summarisation whose finish was recorded (writes nothing when there is nothing to remove)."""
-    from ._checks import clean_file_temporaries
-    from ._summaries import PARTIAL, PARTIAL_META
-    with resource_errors(path):
-        clean_file_temporaries(path, ('pt_meta.json', SUMMARIES, PARTIAL, PARTIAL_META))
-        meta = read_meta_file(path)
-        started = path / PARTIAL_META
-        if meta.get('summaries') and started.is_file() and not started.is_symlink():
-            try:
-                run = json.loads(started.read_text(encoding='utf8'))
-            except ValueError:
-                return
-            if isinstance(run, dict) and run.get('summarizer') == meta['summaries'].get('summarizer'):
-                SummaryStore(path, 0).discard_partial()  # killed between the last two steps of a finished run
-
-
-def _summarize_batch(summarizer: Summarizer, batch: List[Dict[str, Any]]) -> List[tuple]:
-    """``(group id, record)`` for each group of one batch (one summariser call)."""
-    records = summarizer.summarize(batch)
-    if len(records) != len(batch):
-        raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
-    return [(group['group'], record) for group, record in zip(batch, records, strict=True)]

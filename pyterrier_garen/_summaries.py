@@ -252,6 +252,14 @@ def stamp(record: Dict[str, Any], group: int, provenance: Dict[str, Any]) -> Dic
     return record
 
 
+def summarize_batch(summarizer: Summarizer, batch: List[Dict[str, Any]]) -> List[tuple]:
+    """``(group id, record)`` for each group of one batch (one summariser call)."""
+    records = summarizer.summarize(batch)
+    if len(records) != len(batch):
+        raise RuntimeError(f'{summarizer!r} returned {len(records)} records for {len(batch)} groups')
+    return [(group['group'], record) for group, record in zip(batch, records, strict=True)]
+
+
 class SummaryStore:
     """The summaries of one artifact folder: ``summaries.jsonl`` when finished, else a resumable partial run.
 
@@ -377,6 +385,23 @@ class SummaryStore:
         if expected is not None and found != expected:
             raise ValueError(f'{self.final_file} holds {found} records, pt_meta.json says {expected}')
         return records
+
+
+def remove_leftovers(path: Path) -> None:
+    """Before summarising: the temporaries that a killed write left inside the artifact, and the partial run of a
+    summarisation whose finish was recorded (writes nothing when there is nothing to remove)."""
+    from ._checks import clean_file_temporaries, read_meta_file
+    with resource_errors(path):
+        clean_file_temporaries(path, ('pt_meta.json', SUMMARIES, PARTIAL, PARTIAL_META))
+        meta = read_meta_file(path)
+        started = path / PARTIAL_META
+        if meta.get('summaries') and started.is_file() and not started.is_symlink():
+            try:
+                run = json.loads(started.read_text(encoding='utf8'))
+            except ValueError:
+                return
+            if isinstance(run, dict) and run.get('summarizer') == meta['summaries'].get('summarizer'):
+                SummaryStore(path, 0).discard_partial()  # killed between the last two steps of a finished run
 
 
 def _check_record(raw: bytes, where: str, num_groups: int) -> Dict[str, Any]:

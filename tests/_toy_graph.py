@@ -2,6 +2,7 @@
 import hashlib
 from typing import Dict, List, Sequence
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 
@@ -135,3 +136,21 @@ def assert_batched_equals_per_query(pipeline, inp: pd.DataFrame) -> pd.DataFrame
     pd.testing.assert_frame_equal(batched, alone)
     assert set(batched.qid) == set(inp.qid)
     return batched
+
+
+def planted(num_clusters: int = 6, size: int = 8, k: int = 5, seed: int = 0):
+    """A k-NN graph with planted clusters: strong edges (0.9) inside a cluster, one weak edge (0.1) to the next.
+
+    Returns ``(edges, weights, truth)``: ``(n, k)`` arrays by position and the planted cluster of each node.
+    """
+    rng = np.random.default_rng(seed)
+    n = num_clusters * size
+    edges = np.zeros((n, k), dtype=np.int64)
+    weights = np.zeros((n, k), dtype=np.float32)
+    for i in range(n):
+        c = i // size
+        inside = [j for j in range(c * size, (c + 1) * size) if j != i]
+        chosen = list(rng.choice(inside, size=k - 1, replace=False))
+        edges[i] = chosen + [((c + 1) % num_clusters) * size + i % size]
+        weights[i] = [0.9] * (k - 1) + [0.1]
+    return edges, weights, np.arange(n) // size

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _toy_graph import R0, DictScorer, ToyGroupGraph, first_stage, worked_garen
+from _toy_graph import R0, DictScorer, ToyGroupGraph, first_stage, planted, worked_garen
 
 import pyterrier_garen
 from pyterrier_garen import GroupCorpusGraph, OpenAIEngine, SummaryNavigator, build_systems, prepare
@@ -103,20 +103,6 @@ def test_summary_navigator_steers_garen():
 # ---------------------------------------------------------------------------------------------------------------------
 # the Leiden seed: prepare / from_corpus_graph / partition_groups -> leiden_partition
 
-def planted(num_clusters=10, size=12, k=5, seed=3):
-    """Strong edges inside planted clusters, one weak edge to the next cluster (Leiden splits them by seed)."""
-    rng = np.random.default_rng(seed)
-    n = num_clusters * size
-    edges = np.zeros((n, k), dtype=np.int64)
-    weights = np.zeros((n, k), dtype=np.float32)
-    for i in range(n):
-        c = i // size
-        inside = [j for j in range(c * size, (c + 1) * size) if j != i]
-        edges[i] = list(rng.choice(inside, size=k - 1, replace=False)) + [((c + 1) % num_clusters) * size + i % size]
-        weights[i] = [0.9] * (k - 1) + [0.1]
-    return edges, weights
-
-
 @pytest.fixture
 def leiden_seeds(monkeypatch):
     """The ``seed`` (and ``max_group_size``) of every leiden_partition call, which still runs."""
@@ -132,7 +118,7 @@ def leiden_seeds(monkeypatch):
 
 @pytest.fixture
 def source(tmp_path):
-    edges, weights = planted()
+    edges, weights, _ = planted(num_clusters=10, size=12, seed=3)
     docnos = [f'd{i:03d}' for i in range(len(edges))]
     return GroupCorpusGraph.from_arrays(tmp_path / 'source', docnos, edges, weights, labels=np.zeros(len(edges)))
 

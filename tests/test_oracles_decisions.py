@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pyterrier as pt
 import pytest
-from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from _toy_graph import DictScorer, ToyGroupGraph, first_stage, planted
 
 from pyterrier_garen import GAREN, GroupCorpusGraph, LocalDataset, SlideGAR, leiden_partition
 from pyterrier_garen._summaries import ExtractiveSummarizer
@@ -82,8 +82,7 @@ def test_docnos_are_stored_in_string_order_with_edges_remapped(tmp_path):
 def test_leidenalg_ignores_randomness_and_records_it(tmp_path):
     """Decision: ``randomness`` applies to the igraph backend only; leidenalg's labels do not move with it, and the
     artifact still records the value asked for."""
-    from test_oracles_components import planted
-    edges, weights = planted()
+    edges, weights, _ = planted(num_clusters=10, size=12, seed=3)
     a = leiden_partition(edges, weights, max_group_size=5, backend='leidenalg', randomness=0.001)
     b = leiden_partition(edges, weights, max_group_size=5, backend='leidenalg', randomness=0.5)
     assert np.array_equal(a.labels, b.labels)

@@ -1,22 +1,8 @@
 import numpy as np
 import pytest
+from _toy_graph import planted
 
 from pyterrier_garen._partition import leiden_partition, symmetrise
-
-
-def planted(num_clusters=6, size=8, k=5, seed=0):
-    """A k-NN graph with planted clusters: strong edges inside a cluster, one weak edge to the next cluster."""
-    rng = np.random.default_rng(seed)
-    n = num_clusters * size
-    edges = np.zeros((n, k), dtype=np.int64)
-    weights = np.zeros((n, k), dtype=np.float32)
-    for i in range(n):
-        c = i // size
-        inside = [j for j in range(c * size, (c + 1) * size) if j != i]
-        chosen = list(rng.choice(inside, size=k - 1, replace=False))
-        edges[i] = chosen + [((c + 1) % num_clusters) * size + i % size]
-        weights[i] = [0.9] * (k - 1) + [0.1]
-    return edges, weights, np.arange(n) // size
 
 
 def test_symmetrise_drops_self_loops_and_keeps_max():
