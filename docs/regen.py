@@ -117,6 +117,8 @@ def render_bench(path) -> str:
     import json
     record = json.loads((ROOT / path).read_text())
     where = f"{record['date']}; load average {record['load_average']} on {record['cores']} cores"
+    if record.get('code'):
+        where += f"; code {record['code']}"
     head = f"`{record['command']}` ({where}): {record['caption']}"
     if record.get('transcribed'):
         head += f" ({record['transcribed']})"
@@ -145,7 +147,8 @@ def _collection(record) -> str:
 
 
 def _runs(records) -> list:
-    return [f"`{r['command']}` ({r['date']}; load average {r['load_average']} on {r['cores']} cores)" for r in records]
+    return [f"`{r['command']}` ({r['date']}; load average {r['load_average']} on {r['cores']} cores"
+            + (f"; code {r['code']}" if r.get('code') else '') + ')' for r in records]
 
 
 def render_compare(paths) -> str:
