@@ -241,7 +241,8 @@ def test_a_saved_output_renders_as_written(tmp_path, monkeypatch):
     monkeypatch.setattr(regen, 'ROOT', tmp_path)
     assert regen.render_bench('x.json') == (
         f"`python bench/x.py --json X` ({record['date']}; load average {record['load_average']} on "
-        f"{record['cores']} cores; code {record['code']}): two sizes\n\n| docs | CPU s | name |\n|---|---|---|\n| 400,000 | 36.40 | a |\n"
+        f"{record['cores']} cores; code {record['code']}): two sizes\n\n| docs | CPU s | name |\n|---|---|---|\n"
+        "| 400,000 | 36.40 | a |\n"
         "| 1,000,000 | — | b |\n\nOne line.")
 
 
