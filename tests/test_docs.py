@@ -272,3 +272,73 @@ def test_performance_and_results_state_no_figure_of_their_own():
 def test_issue_19_done_when_is_shown_by_a_runnable_snippet(what, pattern):
     """Issue 19's user stories each have a snippet that ``test_runnable_snippets`` executes."""
     assert any(re.search(pattern, code) for page in PAGES for code in _blocks(page)), f'no runnable snippet: {what}'
+
+
+def _python_snippets(path):
+    """Every Python code block (runnable or not) and every inline code span of a page that parses as Python."""
+    import ast
+    text = path.read_text()
+    if path.suffix == '.md':
+        pieces = re.findall(r'^```python[^\n]*\n(.*?)^```', text, flags=re.S | re.M) + re.findall(r'`([^`\n]+)`', text)
+    else:
+        pieces = [textwrap.dedent(b) for _, b in re.findall(
+            r'^\.\. code-block:: python\n((?:[ ]+:[\w-]+:.*\n)*)\n((?:[ ]+.*\n|\n)+)', text, flags=re.M)]
+        pieces += re.findall(r'``([^`\n]+)``', text)
+    trees = []
+    for piece in pieces:
+        try:
+            trees.append(ast.parse(piece.replace('...', 'x')))
+        except SyntaxError:
+            continue
+    return trees
+
+
+def _accepts(obj, keywords):
+    import inspect
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    return [k for k in keywords if k not in params]
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_calls_in_the_docs_exist(path):
+    """``garen.NAME(...)`` and ``groups.METHOD(...)`` in the docs' code (blocks and inline): the name exists and
+    takes every keyword shown."""
+    import ast
+
+    import pyterrier_garen
+    owners = {'garen': pyterrier_garen, 'pyterrier_garen': pyterrier_garen,
+              'groups': pyterrier_garen.GroupCorpusGraph, 'prepared.groups': pyterrier_garen.GroupCorpusGraph}
+    problems = []
+    for tree in _python_snippets(path):
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = ast.unparse(node.func.value)
+            if owner not in owners:
+                continue
+            target = getattr(owners[owner], node.func.attr, None)
+            if target is None:
+                problems.append(f'{owner}.{node.func.attr} does not exist')
+                continue
+            wrong = _accepts(target, [k.arg for k in node.keywords if k.arg])
+            problems += [f'{owner}.{node.func.attr}() takes no {k}=' for k in wrong]
+    assert not problems, f'{path.name}: {problems}'
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_script_options_in_the_docs_exist(path):
+    """``python bench/x.py --option`` / ``python examples/x.py --option`` in the docs: the script exists and defines
+    every option shown."""
+    for line in path.read_text().splitlines():
+        for script, rest in re.findall(r'python ((?:bench|examples|notebooks|docs)/[\w/]+\.py)([^`|;]*)', line):
+            assert (ROOT / script).is_file(), f'{path.name}: {script} does not exist'
+            source = (ROOT / script).read_text()
+            forwards = re.search(r"main\(\['([\w-]+)', \*sys\.argv\[1:\]\]\)", source)  # a command's alias
+            for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', rest):
+                known = option in _command_options()[forwards.group(1)] if forwards else f"'{option}'" in source
+                assert known, f'{path.name}: {script} has no {option} ({line.strip()!r})'
