@@ -7,8 +7,9 @@ transformer. Batching across queries is the search driver's job (:mod:`pyterrier
 from __future__ import annotations
 
 import math
-from collections import abc
+from collections import Counter, abc
 from functools import partial
+from itertools import chain
 from enum import Enum
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
@@ -59,16 +60,15 @@ def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]
         ``{group: vote}`` for every group of ``G^cand_t``, where vote = number of window documents with a neighbour
         in the group; groups in order of first appearance.
     """
-    votes: Dict[int, int] = {}
+    found_per_doc = []
     for docno in window:
         found = cache.get(docno) if cache is not None else None
         if found is None:
             found = tuple(set(map(group_of, neighbours(docno))) - {-1})
             if cache is not None:
                 cache[docno] = found
-        for gid in found:
-            votes[gid] = votes.get(gid, 0) + 1
-    return votes
+        found_per_doc.append(found)
+    return dict(Counter(chain.from_iterable(found_per_doc)))  # counted in order of first appearance
 
 
 def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, *, best_rank: Dict[int, int],
@@ -502,7 +502,11 @@ class GAREN(WindowSearch):
         view = self._view
         state.start(view)
         view.prime(window)
-        best_rank, is_open = state.best_rank, partial(state.is_open, view)
+        state.count_observed(view)  # nothing is observed during an expansion step: is_open is a look-up
+        best_rank, opened, sizes = state.best_rank, state.observed_in, view.sizes
+
+        def is_open(gid):
+            return opened.get(gid, 0) < sizes[gid]
         votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank, is_open=is_open,
                                fill=state.fill_groups())
@@ -516,7 +520,8 @@ class GAREN(WindowSearch):
             state.cache.__getitem__
         if self.feedback:
             value = self._with_feedback(state, value)
-        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and is_open(g)),
+        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
+                           opened.get(g, 0) < sizes[g]),
                           key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
             explore = not exploit_now(top, view.group_of, eligible, self.switch_members)

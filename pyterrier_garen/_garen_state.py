@@ -36,7 +36,7 @@ class GroupView:
         self.group_of: Callable[[str], int] = groups.group_of
         self.neighbour_groups: Dict[str, Tuple[int, ...]] = {}  # docno -> the groups of N_k(d) (see vote_groups)
         self._members: Dict[int, List[str]] = {}
-        self._sizes: Dict[int, int] = {}
+        self.sizes: Dict[int, int] = _Memo(self.size)  # gid -> number of distinct members, computed when first asked
         self._summaries: Dict[int, str] = {}
         self._native = _native(groups)
         if self._native:
@@ -70,15 +70,10 @@ class GroupView:
             cache[docno] = tuple(set(compress(row_groups, row_keep)) - {-1})
 
     def size(self, gid: int) -> int:
-        """Number of distinct members of a group."""
-        found = self._sizes.get(gid)
-        if found is None:
-            if self._native:
-                found = int(self._offsets[gid + 1] - self._offsets[gid]) if 0 <= gid < len(self._offsets) - 1 else 0
-            else:
-                found = len(set(self.members(gid)))
-            self._sizes[gid] = found
-        return found
+        """Number of distinct members of a group (use :attr:`sizes`, its memo)."""
+        if self._native:
+            return int(self._offsets[gid + 1] - self._offsets[gid]) if 0 <= gid < len(self._offsets) - 1 else 0
+        return len(set(self.members(gid)))
 
     def members(self, gid: int) -> List[str]:
         """The group's members as docnos, in the graph's member order (do not modify)."""
@@ -93,6 +88,18 @@ class GroupView:
         if found is None:
             found = self._summaries[gid] = self.groups.summary(gid) or ''
         return found
+
+
+class _Memo(dict):
+    """A dict that computes a missing value with ``compute(key)`` and keeps it."""
+
+    def __init__(self, compute: Callable[[Any], Any]):
+        super().__init__()
+        self.compute = compute
+
+    def __missing__(self, key):
+        value = self[key] = self.compute(key)
+        return value
 
 
 def _native(groups: Any) -> bool:
@@ -146,8 +153,8 @@ class GARENState(QueryState):
         self.first_open[gid] = i
         return [d for d in islice(found, i, None) if d not in observed]
 
-    def is_open(self, view: GroupView, gid: int) -> bool:
-        """Whether a group still holds an unobserved member."""
+    def count_observed(self, view: GroupView) -> None:
+        """Bring ``observed_in`` up to date with the documents observed since the last count."""
         if self.counted < len(self.observed):
             counts, group_of = self.observed_in, view.group_of
             for docno in islice(self.observed, self.counted, None):
@@ -155,7 +162,11 @@ class GARENState(QueryState):
                 if g != -1:
                     counts[g] = counts.get(g, 0) + 1
             self.counted = len(self.observed)
-        return self.observed_in.get(gid, 0) < view.size(gid)
+
+    def is_open(self, view: GroupView, gid: int) -> bool:
+        """Whether a group still holds an unobserved member."""
+        self.count_observed(view)
+        return self.observed_in.get(gid, 0) < view.sizes[gid]
 
     def fill_groups(self) -> Iterator[int]:
         """The groups of the unobserved documents of ``R_0``, in rank order (the fill rule of ``select_groups``)."""

@@ -111,7 +111,7 @@ def test_neighbour_groups_are_the_docno_routes_tuples(graph):
 def test_group_sizes_and_members(graph):
     for view in (GroupView(graph), GroupView(DocnoOnly(graph))):
         for gid in range(graph.num_groups):
-            assert view.size(gid) == len(graph.group_members(gid)) == int(graph.group_sizes[gid])
+            assert view.sizes[gid] == view.size(gid) == len(graph.group_members(gid)) == int(graph.group_sizes[gid])
             assert view.members(gid) == graph.group_members(gid)
 
 
