@@ -108,7 +108,7 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if not_numeric.any():
         raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
                          f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
-    if _distinct(requests) and _same(out['qid'], frame['qid']) and _same(out['docno'], frame['docno']):
+    if _same(out['qid'], frame['qid']) and _same(out['docno'], frame['docno']) and _distinct(requests):
         # the usual answer: the rows asked, in the order asked (what matching by strings below would find)
         scores = raw.to_numpy(dtype=float)
         returned, foreign = scores, np.zeros(len(scores), dtype=bool)
@@ -179,11 +179,17 @@ def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[Ranked]]:
         requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
                                   'rank': np.arange(len(docs))}) for qid, query, docs in requests]
         scores = _call(reranker, requests, 'reranker')
-        out = []
-        for (_, _, payload), s in zip(requests, scores, strict=True):
-            order = np.lexsort((np.arange(len(s)), -s))
-            out.append(Ranked([payload['docno'][i] for i in order], s[order].tolist()))
-        return out
+        # every window at once: by request, then descending score, then window position
+        lengths = [len(s) for s in scores]
+        ends = np.cumsum(lengths).tolist()
+        request = np.repeat(np.arange(len(requests)), lengths)
+        position = np.arange(len(request)) - np.repeat(np.asarray(ends) - lengths, lengths)
+        flat = np.concatenate(scores) if scores else np.zeros(0)
+        order = np.lexsort((position, -flat, request))
+        docnos = [d for _, _, payload in requests for d in payload['docno']]
+        ranked = [docnos[i] for i in order.tolist()]
+        ranked_scores = flat[order].tolist()
+        return [Ranked(ranked[end - n:end], ranked_scores[end - n:end]) for n, end in zip(lengths, ends)]
     return handle
 
 

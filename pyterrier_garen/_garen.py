@@ -17,7 +17,7 @@ import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
-from ._garen_state import GARENState, GroupView
+from ._garen_state import GARENState, GroupView, by_value
 from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
                       check_probability)
 
@@ -520,9 +520,8 @@ class GAREN(WindowSearch):
             state.cache.__getitem__
         if self.feedback:
             value = self._with_feedback(state, value)
-        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
-                           opened.get(g, 0) < sizes[g]),
-                          key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
+        eligible = by_value([g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
+                             opened.get(g, 0) < sizes[g]], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
             explore = not exploit_now(top, view.group_of, eligible, self.switch_members)
         else:

@@ -9,6 +9,7 @@ are the same as those of the plain definitions (``tests/test_garen_state.py`` co
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from itertools import compress, islice
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -17,7 +18,7 @@ import numpy as np
 
 from ._driver import QueryState
 
-__all__ = ['GARENState', 'GroupView']
+__all__ = ['GARENState', 'GroupView', 'by_value']
 
 
 class GroupView:
@@ -176,3 +177,24 @@ class GARENState(QueryState):
             i += 1
         self.fill_from = i
         return (gid for docno, gid in zip(islice(r0, i, None), islice(groups, i, None)) if docno not in observed)
+
+
+def by_value(groups: List[int], value: Callable[[int], float], votes: Dict[int, int],
+             best_rank: Dict[int, int]) -> List[int]:
+    """Distinct ``groups`` sorted by ``(-value(g), -votes.get(g, 0), best_rank.get(g, inf), g)``: the order of the
+    eligible groups.
+
+    One sort by value (the navigator's scores rarely tie), then each run of equal values by the rest of the key.
+    """
+    values = list(map(value, groups))
+    order = sorted(range(len(groups)), key=values.__getitem__, reverse=True)  # equal values keep their order
+    out = [groups[i] for i in order]
+    values = [values[i] for i in order]
+    start = 0
+    for end in range(1, len(out) + 1):
+        if end == len(out) or values[end] != values[start]:
+            if end - start > 1:
+                out[start:end] = sorted(out[start:end], key=lambda g: (-votes.get(g, 0), best_rank.get(g, math.inf),
+                                                                       g))
+            start = end
+    return out

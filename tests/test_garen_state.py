@@ -13,7 +13,7 @@ from pyterrier_garen import GAREN, GroupCorpusGraph
 from pyterrier_garen._driver import QueryState, _call
 from pyterrier_garen._frames import first_stage
 from pyterrier_garen._garen import _by_vote_then_rank
-from pyterrier_garen._garen_state import GARENState, GroupView
+from pyterrier_garen._garen_state import GARENState, GroupView, by_value
 
 
 class DocnoOnly:
@@ -238,3 +238,14 @@ def test_first_stage_equals_groupby(qids):
 def test_query_state_rank0():
     state = QueryState(['a', 'b', 'c'], lambda d: [])
     assert state.rank0 == {'a': 0, 'b': 1, 'c': 2}
+
+
+def test_by_value_is_the_tuple_sort():
+    rng = np.random.default_rng(6)
+    for _ in range(50):
+        gids = rng.choice(300, int(rng.integers(0, 40)), replace=False).tolist()
+        values = {g: float(rng.choice([0.1, 0.5, -0.0, 0.0, -math.inf, rng.random()])) for g in gids}  # ties
+        votes = {g: int(rng.integers(1, 4)) for g in gids[::2]}
+        best_rank = {g: int(rng.integers(0, 5)) for g in gids[::3]}
+        expected = sorted(gids, key=lambda g: (-values[g], -votes.get(g, 0), best_rank.get(g, math.inf), g))
+        assert by_value(gids, values.__getitem__, votes, best_rank) == expected
