@@ -156,7 +156,7 @@ def take(pools: Sequence[Sequence[str]], n: int, *, round_robin: bool) -> List[s
 
 def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tuple[int, int]],
               group_of: Callable[[str], int], p: float, alpha: float, *,
-              order: Optional[Sequence[str]] = None) -> List[str]:
+              order: Optional[Sequence[str]] = None, head: Optional[int] = None) -> List[str]:
     """Group-Driven Evidence Propagation (paper Section 4.3, Eq. 8-9); returns the final order of the observed docs.
 
     ``b(d) = (1-p) p^(rank(d)-1)`` for the top :data:`PROPAGATION_DEPTH` documents of the last re-ranked window
@@ -174,6 +174,8 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
         alpha: propagation weight ``alpha``.
         order: (beyond the paper) when given, ties keep this order of the observed documents instead of the last
             placement (see GAREN's ``final_order``).
+        head: (beyond the paper, with ``order``) when given, only the first ``head`` documents of the propagated order
+            are taken; the others follow ``order`` (group membership alone does not lift a document there).
     """
     base = {d: (1 - p) * p ** i for i, d in enumerate(final[:PROPAGATION_DEPTH])}
     position = {d: i for i, d in enumerate(order)} if order is not None else None
@@ -189,7 +191,11 @@ def propagate(final: Sequence[str], observed: Iterable[str], last: Dict[str, Tup
         if position is not None:
             return -score, position[docno]
         return -score, -last[docno][0], last[docno][1]
-    return sorted(observed, key=key)
+    ranked = sorted(observed, key=key)
+    if head is None or order is None:
+        return ranked
+    placed = set(ranked[:head])
+    return ranked[:head] + [d for d in order if d not in placed]
 
 
 def by_last_placement(observed: Iterable[str], last: Dict[str, Tuple[int, int]]) -> List[str]:
@@ -418,8 +424,8 @@ class GAREN(WindowSearch):
                 window position), ``'score'`` (by the reranker's score, for rerankers whose scores compare across
                 windows), ``'dropped'`` (by the position at which a window last placed them, then later iterations
                 first: window-relative evidence, for listwise rerankers) or ``'auto'`` (``'dropped'`` when the
-                reranker declares ``listwise = True``, else ``'score'``). Propagation then breaks its ties by that
-                order (b(d) from its top 10). See docs/decisions.md.
+                reranker declares ``listwise = True``, else ``'score'``). Propagation then places only the top 10
+                (b(d) from that order's top 10; ties by it) and the rest keep that order. See docs/decisions.md.
             feedback: (beyond the paper; 0 = off) ``beta`` of reranker feedback in navigation: eligible groups are
                 ordered by their navigator value standardised over the query's scored groups (``(v - mean) / std``)
                 ``+ beta *`` :func:`group_feedback`, so the groups whose documents the reranker kept rise and those
@@ -493,8 +499,9 @@ class GAREN(WindowSearch):
         if self.propagate:
             if how == 'paper':
                 final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)
-            else:
-                final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final)
+            else:  # propagation places the top PROPAGATION_DEPTH only: below it each document keeps its own score
+                final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final,
+                                  head=PROPAGATION_DEPTH)
         return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
 
     def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:

@@ -82,6 +82,24 @@ def test_propagate_ties_follow_given_order():
     assert propagate(['a', 'b'], 'abcdef', last, group, p=.5, alpha=.5) == list('abcedf')
 
 
+def test_propagate_head_places_the_top_ten_only():
+    # d0..d12 in that order, one group each except d0 and d12 (group 0); b(d_i) = .4 * .6^i for i < 10
+    order = [f'd{i}' for i in range(13)]
+    last = {d: (1, i) for i, d in enumerate(order)}
+    group = {**{d: i for i, d in enumerate(order)}, 'd12': 0}.get
+    # alpha .01: d12 gets .01 * b(d0) = .004 < b(d9) = .4 * .6^9 = .00403: outside the top 10. The full propagated
+    # order lifts it above d10, d11 (score 0); with head=10 it stays where its own order put it
+    full = propagate(order, order, last, group, p=.6, alpha=.01, order=order)
+    assert full == order[:10] + ['d12', 'd10', 'd11']
+    assert propagate(order, order, last, group, p=.6, alpha=.01, order=order, head=10) == order
+    # alpha .5 (a document's own b(d) is in its group sum): d_i = 1.5 b(d_i) for 1 <= i < 10, d0 .4 + .5 * .4 = .6;
+    # d12 .5 * .4 = .2 lies between d2 .216 and d3 .1296: it enters the head at rank 4 and pushes d9 out of it; the
+    # rest keep the given order (d9 d10 d11)
+    head = propagate(order, order, last, group, p=.6, alpha=.5, order=order, head=10)
+    assert head == ['d0', 'd1', 'd2', 'd12', *order[3:9], 'd9', 'd10', 'd11']
+    assert propagate(order, order, last, group, p=.6, alpha=.01, head=10) == full  # no order given: no head rule
+
+
 def _random_graph(rnd, n=60, k=4, size=5):
     docs = [f'd{i}' for i in range(n)]
     adjacency = {d: rnd.sample([x for x in docs if x != d], k) for d in docs}

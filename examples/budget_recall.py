@@ -1,0 +1,178 @@
+"""Why R@100 moves with the budget: the recall of what a search observed vs. the order it returns it in.
+
+    python examples/budget_recall.py --dataset vaswani --workdir W/vaswani --out vaswani-budgets.csv \\
+        --budgets 50 100 200 400 --sigmas 0.25 0.5 1 --minilm --systems GAR SlideGAR RGS GAREN GAREN+
+    python examples/budget_recall.py --dataset vaswani --workdir W/vaswani --out vaswani-feedback.csv \\
+        --budgets 100 --sigmas 0.25 2 100 --systems GAREN GAREN+ --variant GAREN-fb1:feedback=1 \\
+        --variant "GAREN+-fb1:evidence_weight=0.5,fusion=0.1,feedback=1" --oracle-navigator
+
+Every system takes the same PISA BM25 top 1000, the MiniLM centroid navigator (GAREN) and the same reranker: the
+simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed --noise-seed: an ANALYSIS INSTRUMENT that
+reads the qrels; sigma 100 is a random reranker) or MiniLM (--minilm). --fusion W appends the same FirstStageFusion
+to every system (as strength_sweep.py --fusion does; GAREN+ then drops its own). Each run's documents are the ones
+its search observed (at most the budget), so besides the returned order (``order=system``) the script re-orders
+that same set and evaluates it again:
+
+* ``score``: by the reranker's own score of each document (recomputed: both rerankers are deterministic);
+* ``score+fsW``: that score order fused with the first-stage rank, ``1/(60+i) + W/(60+r)`` (FirstStageFusion's
+  formula; no second term for a document outside the first-stage top 1000), one row per --weights W;
+* ``head10``: the returned top 10 (what nDCG@10 sees), then the other documents by the reranker's score;
+* ``first_stage``: by first-stage rank (documents outside it after, in the returned order);
+* ``best``: by the relevance labels: no order of this set can do better (an upper bound, not a system).
+
+``R@obs`` is the recall of the whole observed set (R@1000 of the run), the same for every order of a run: whether
+a search found the relevant documents (navigation) or lost them in its order. --oracle-navigator adds each GAREN
+row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels: best member label per group) as
+``<system>@oracle-nav``. Appends one CSV row per (budget, reranker, system, order) as it goes.
+"""
+import argparse
+import ast
+import os
+import sys
+import time
+
+os.environ.setdefault('HF_HUB_OFFLINE', '1')
+os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
+
+import ir_measures  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pyterrier as pt  # noqa: E402
+from ir_measures import R, nDCG  # noqa: E402
+
+import pyterrier_garen as garen  # noqa: E402
+from pyterrier_garen import analysis  # noqa: E402
+from pyterrier_garen.datasets import load_dataset  # noqa: E402
+
+SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')
+FUSION_K = 60
+HEAD = 10
+
+
+def parse_variant(text):
+    """``'NAME:key=value,...'`` -> ``(NAME, {key: value})`` (GAREN keyword arguments; values are literals)."""
+    name, _, spec = text.partition(':')
+    kwargs = {}
+    for item in filter(None, spec.split(',')):
+        key, _, value = item.partition('=')
+        try:
+            kwargs[key.strip()] = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            kwargs[key.strip()] = value.strip()
+    return name, kwargs
+
+
+def orders(run, scores, rank0, labels, weights):
+    """``{order name: run re-ordered}`` for one system's run (``qid, docno`` in its returned order)."""
+    run = run[['qid', 'docno']].reset_index(drop=True).assign(pos=lambda f: f.groupby('qid').cumcount())
+    keys = list(zip(run.qid, run.docno))
+    run['s'] = [scores.get(k, -np.inf) for k in keys]
+    run['r0'] = [rank0.get(k, np.inf) for k in keys]
+    run['label'] = [labels.get(k, 0.0) for k in keys]
+    out = {'system': run}
+    by_score = run.sort_values(['qid', 's', 'pos'], ascending=[True, False, True], kind='stable')
+    out['score'] = by_score
+    by_score = by_score.assign(i=by_score.groupby('qid').cumcount() + 1)
+    for w in weights:
+        fused = 1 / (FUSION_K + by_score.i) + np.where(np.isfinite(by_score.r0), w / (FUSION_K + by_score.r0), 0.)
+        out[f'score+fs{w:g}'] = by_score.assign(f=fused).sort_values(['qid', 'f', 'i'], ascending=[True, False, True],
+                                                                       kind='stable')
+    head = run[run.pos < HEAD]
+    out[f'head{HEAD}'] = pd.concat([head, by_score[by_score.pos >= HEAD].drop(columns='i')]).sort_values(
+        'qid', kind='stable')
+    out['first_stage'] = run.sort_values(['qid', 'r0', 'pos'], kind='stable')
+    out['best'] = run.sort_values(['qid', 'label', 'pos'], ascending=[True, False, True], kind='stable')
+    return out
+
+
+def evaluate(run, qrels, qids):
+    """Mean nDCG@10, R@100 and R@1000 over ``qids`` of a run given in rank order (0 for a missing query)."""
+    frame = pd.DataFrame({'query_id': run.qid.astype(str), 'doc_id': run.docno.astype(str),
+                          'score': -run.groupby('qid').cumcount().astype(float)})
+    judged = pd.DataFrame({'query_id': qrels.qid.astype(str), 'doc_id': qrels.docno.astype(str),
+                           'relevance': qrels.label.astype(int)})
+    measures = {'nDCG@10': nDCG @ 10, 'R@100': R @ 100, 'R@obs': R @ 1000}
+    values = {}
+    for m in ir_measures.iter_calc(list(measures.values()), judged, frame):
+        values.setdefault(str(m.measure), {})[m.query_id] = m.value
+    return {name: float(np.mean([values.get(str(m), {}).get(q, 0.0) for q in qids])) for name, m in measures.items()}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--dataset', required=True)
+    parser.add_argument('--workdir', required=True)
+    parser.add_argument('--out', required=True, help='CSV, appended to')
+    parser.add_argument('--budgets', type=int, nargs='+', default=[50, 100, 200, 400])
+    parser.add_argument('--sigmas', type=float, nargs='+', default=[0.25, 0.5, 1.0])
+    parser.add_argument('--noise-seed', type=int, default=0)
+    parser.add_argument('--minilm', action='store_true', help='also the MiniLM reranker')
+    parser.add_argument('--systems', nargs='*', default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
+                        help='an extra GAREN configuration (GAREN keyword arguments), repeatable')
+    parser.add_argument('--oracle-navigator', action='store_true',
+                        help='also every GAREN system and variant with a navigator that reads the qrels')
+    parser.add_argument('--fusion', type=float, default=0.1,
+                        help='FirstStageFusion weight appended to every system (default 0.1; 0 = none)')
+    parser.add_argument('--weights', type=float, nargs='*', default=[0.1, 0.5, 1.0, 2.0],
+                        help='first-stage weights of the score+fs re-orderings')
+    parser.add_argument('--queries', type=int, help='only the first N judged queries')
+    args = parser.parse_args(argv)
+
+    dataset = load_dataset(args.dataset)
+    prepared = garen.prepare(dataset, args.workdir)
+    qrels = garen.evaluation_qrels(dataset)
+    topics = dataset.get_topics()
+    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
+    if args.queries:
+        topics = topics.head(args.queries)
+    qids = topics.qid.astype(str).tolist()
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    rank0 = {(str(q), str(d)): r + 1 for q, d, r in zip(first.qid, first.docno, first.groupby('qid').cumcount())}
+    labels = {(str(q), str(d)): float(v) for q, d, v in zip(qrels.qid, qrels.docno, qrels.label)}
+    source = pt.Transformer.from_df(first)
+    encoder = garen.minilm_encoder()
+    navigators = {'': garen.CentroidNavigator(prepared.groups, prepared.vectors, encoder)}
+    if args.oracle_navigator:
+        navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
+    rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=args.noise_seed))
+                 for s in args.sigmas]
+    if args.minilm:
+        rerankers.append(('MiniLM', garen.VectorScorer(prepared.vectors, encoder)))
+    variants = dict(map(parse_variant, args.variant))
+    for budget in args.budgets:
+        for kind, reranker in rerankers:
+            runs = {}
+            for suffix, navigator in navigators.items():
+                names = [s for s in args.systems if s.startswith('GAREN') or not suffix]
+                built = garen.build_systems(prepared, reranker, navigator, budget=budget, first_stage=source,
+                                            systems=names, fusion=args.fusion) if names else {}
+                runs.update({name + suffix: pipeline for name, pipeline in built.items()})
+                for name, kwargs in variants.items():
+                    pipeline = source >> garen.GAREN(reranker, prepared.groups, navigator, budget=budget, **kwargs)
+                    if args.fusion:
+                        pipeline = pipeline >> garen.FirstStageFusion(first, args.fusion)
+                    runs[name + suffix] = pipeline
+            for name, pipeline in runs.items():
+                start = time.time()
+                run = pipeline(topics)
+                seconds = round(time.time() - start, 1)
+                run = run.sort_values(['qid', 'rank'], kind='stable')
+                scored = reranker(run[['qid', 'query', 'docno']].drop_duplicates(['qid', 'docno']))
+                scores = {(str(q), str(d)): float(s) for q, d, s in zip(scored.qid, scored.docno, scored.score)}
+                rows = []
+                for order, frame in orders(run.assign(qid=run.qid.astype(str), docno=run.docno.astype(str)),
+                                           scores, rank0, labels, args.weights).items():
+                    rows.append({'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
+                                 'order': order, **evaluate(frame, qrels, qids), 'seconds': seconds})
+                rows = pd.DataFrame(rows)
+                rows.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)
+                print(rows.round(4).to_string(header=False, index=False), flush=True)
+    table = pd.read_csv(args.out)
+    with pd.option_context('display.width', 250, 'display.max_rows', 500):
+        print(table.pivot_table(index=['reranker', 'system', 'order'], columns='budget', values='R@100',
+                                sort=False).round(4).to_string())
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

@@ -1,0 +1,44 @@
+"""examples/budget_recall.py's re-orderings of one observed set, checked against hand-computed orders."""
+import importlib.util
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'budget_recall.py'
+
+
+@pytest.fixture(scope='module')
+def example():
+    spec = importlib.util.spec_from_file_location('budget_recall', EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_orders_of_one_run(example):
+    # returned order a b c d e; scores c 3, e 2, a 1, b 1 (tie: returned order), d unscored (last)
+    run = pd.DataFrame({'qid': ['q'] * 5, 'docno': list('abcde')})
+    scores = {('q', 'a'): 1., ('q', 'b'): 1., ('q', 'c'): 3., ('q', 'e'): 2.}
+    rank0 = {('q', 'e'): 1, ('q', 'b'): 2, ('q', 'a'): 50}  # c, d outside the first stage
+    labels = {('q', 'd'): 2., ('q', 'b'): 1.}
+    example.HEAD = 2
+    got = {name: frame.docno.tolist() for name, frame in example.orders(run, scores, rank0, labels, [1.0]).items()}
+    assert got['system'] == list('abcde')
+    assert got['score'] == list('ceabd')
+    # score+fs1, score positions i = c1 e2 a3 b4 d5: c 1/61 = .016393, e 1/62 + 1/61 = .032522,
+    # a 1/63 + 1/110 = .024964, b 1/64 + 1/62 = .031754, d 1/65 = .015385 -> e b a c d
+    assert got['score+fs1'] == list('ebacd')
+    assert got['head2'] == list('abced')  # the returned top 2, then c e d by score
+    assert got['first_stage'] == list('ebacd')  # e 1, b 2, a 50, then c d in returned order
+    assert got['best'] == list('dbace')
+
+
+def test_evaluate_reads_the_list_order(example):
+    qrels = pd.DataFrame({'qid': ['q', 'q'], 'docno': ['x', 'y'], 'label': [1, 1]})
+    run = pd.DataFrame({'qid': ['q'] * 3, 'docno': ['z', 'x', 'w']})
+    values = example.evaluate(run, qrels, ['q', 'other'])
+    # q: R@100 = R@obs = 1/2, nDCG@10 = (1/log2 3) / (1 + 1/log2 3) = .38685; 'other' counts 0
+    assert values['R@100'] == pytest.approx(.25)
+    assert values['R@obs'] == pytest.approx(.25)
+    assert values['nDCG@10'] == pytest.approx(.386853 / 2, abs=1e-6)
