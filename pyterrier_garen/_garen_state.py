@@ -10,6 +10,7 @@ are the same as those of the plain definitions (``tests/test_garen_state.py`` co
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, field
 from itertools import compress, islice
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
@@ -105,8 +106,9 @@ class _Memo(dict):
 
 def _native(groups: Any) -> bool:
     """Whether ``groups`` is a GroupCorpusGraph whose look-ups are its own (none overridden by a subclass)."""
-    from ._group_graph import GroupCorpusGraph
-    return isinstance(groups, GroupCorpusGraph) and all(
+    # looked up, not imported (_group_graph imports the searches): without the module loaded there is no such graph
+    GroupCorpusGraph = getattr(sys.modules.get(__package__ + '._group_graph'), 'GroupCorpusGraph', None)
+    return GroupCorpusGraph is not None and isinstance(groups, GroupCorpusGraph) and all(
         getattr(type(groups), name) is getattr(GroupCorpusGraph, name)
         for name in ('neighbours', 'group_of', 'groups_of', 'doc_ids', 'group_members', 'group_member_ids'))
 
