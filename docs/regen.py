@@ -31,7 +31,12 @@ code (e.g. ``bench/group_scale.py`` or ``bench/control_loop.py``):
     git add bench/results/control_loop.json README.md
 
 (the exact command of each figure is the first line of its block in the README). Prose around a block states no
-number of its own: what a run shows goes into the script's ``lines``.
+number of its own: what a run shows goes into the script's ``lines``. The README's results table and
+``docs/results.md``'s comparison outputs come the same way from ``compare --json`` files (``--compare`` renders one
+table of several runs, ``--compare-output`` what one run printed):
+
+    python -m pyterrier_garen compare --dataset cranfield --quiet --json bench/results/compare-cranfield.json
+    python docs/regen.py
 """
 import argparse
 import inspect
@@ -142,7 +147,7 @@ def _load(paths):
 
 
 def _collection(record) -> str:
-    name = str(record.get('dataset') or record['run']['collection'])
+    name = str(record['run']['collection'])
     return NAMES.get(name, name)
 
 
@@ -180,22 +185,17 @@ def render_compare(paths) -> str:
     return '\n'.join(out)
 
 
-def render_diagnose(paths) -> str:
-    """The navigator's reach and recall by hop distance per collection from ``examples/diagnose.py --json`` files."""
-    records = _load(paths)
-    out = ['Written by ' + '; '.join(_runs(records)) + '.', '',
-           '| collection | gold groups per query | groups scored per query | gold groups scored | gold groups '
-           'expanded | hop 1: relevant, GAR / GAREN recall | hop 2 | hop 3 |',
-           '|' + '---|' * 8]
-    for r in records:
-        hops = r['recall_by_hop']['doc_hop']
+def render_compare_output(path) -> str:
+    """What ``compare`` printed (its header, table and legends, in a code block), rebuilt from its ``--json`` file by
+    the same formatter."""
+    import pandas as pd
 
-        def hop(h, hops=hops):
-            got = hops.get(str(h))
-            return f"{got['gold']:,}: {got['GAR']:.2f} / {got['GAREN']:.2f}" if got else '—'
-        out.append(f"| {_collection(r)} | {r['gold_groups_per_query']:.1f} | {r['stats']['groups_scored']:.0f} | "
-                   f"{r['scored_share']:.1%} | {r['expanded_share']:.1%} | {hop(1)} | {hop(2)} | {hop(3)} |")
-    return '\n'.join(out)
+    from pyterrier_garen._compare import format_comparison
+    record, = _load([path])
+    table = pd.DataFrame(record['rows'])
+    table.attrs['run'] = record['run']
+    table.attrs['labels'] = record['run'].get('labels')
+    return '\n'.join(_runs([record])) + ':\n\n```\n' + format_comparison(table) + '\n```'
 
 
 def main(argv=None):
@@ -206,14 +206,14 @@ def main(argv=None):
     parser.add_argument('--garen-plus', action='store_true', help='print the GAREN+ legend line of compare')
     parser.add_argument('--bench', metavar='PATH', help='print the Markdown of a saved bench output file')
     parser.add_argument('--compare', nargs='+', metavar='PATH', help='print one table from compare --json files')
-    parser.add_argument('--diagnose', nargs='+', metavar='PATH', help='print the table of examples/diagnose.py '
-                                                                        '--json files')
+    parser.add_argument('--compare-output', metavar='PATH', help="print compare's own output from its --json file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if args.signature:
         sys.stdout.write(signature(args.signature) + "\n")
         return 0
-    for option, render in (('bench', render_bench), ('compare', render_compare), ('diagnose', render_diagnose)):
+    for option, render in (('bench', render_bench), ('compare', render_compare),
+                           ('compare_output', render_compare_output)):
         if getattr(args, option):
             sys.stdout.write(render(getattr(args, option)) + "\n")
             return 0

@@ -191,15 +191,15 @@ def test_paths_in_the_docs_exist(path):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# figures from saved outputs: README blocks render files that bench scripts / compare / diagnose write (--json)
+# figures from saved outputs: README blocks render files that bench scripts and compare write (--json)
 
 def _saved_outputs():
-    """``(page, option, path)`` of every ``python docs/regen.py --bench|--compare|--diagnose PATH...`` block."""
+    """``(page, option, path)`` of every ``python docs/regen.py --bench|--compare|--compare-output PATH...`` block."""
     regen = _regen()
     found = []
     for page in regen.PAGES:
         for _, _, command, _ in regen.blocks(page.read_text()):
-            match = re.fullmatch(r'python docs/regen\.py --(bench|compare|diagnose) (.+)', command)
+            match = re.fullmatch(r'python docs/regen\.py --(bench|compare|compare-output) (.+)', command)
             if match:
                 found += [(page.name, match.group(1), p) for p in match.group(2).split()]
     return found
@@ -209,8 +209,8 @@ def test_saved_outputs_name_the_command_that_rewrites_them():
     """Each saved output names the command that wrote it, which writes that very file again (``--json PATH``)."""
     import json
     outputs = _saved_outputs()
-    assert {o for _, o, _ in outputs} >= {'bench'}
-    assert len(outputs) >= 4
+    assert {o for _, o, _ in outputs} == {'bench', 'compare', 'compare-output'}
+    assert len(outputs) >= 10
     options = _command_options()
     for page, _, path in outputs:
         record = json.loads((ROOT / path).read_text())
@@ -251,7 +251,7 @@ def test_performance_and_results_state_no_figure_of_their_own():
     measured figure: decimals, percentages, ratios and counts come from the saved outputs."""
     regen = _regen()
     text = README.read_text()
-    for title in ('## Performance',):
+    for title in ('## Performance', '## Measured results'):
         section = text[text.index(title):]
         section = section[:section.index('\n## ', 1)]
         bare = regen.BLOCK.sub('', section)
@@ -342,3 +342,18 @@ def test_script_options_in_the_docs_exist(path):
             for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', rest):
                 known = option in _command_options()[forwards.group(1)] if forwards else f"'{option}'" in source
                 assert known, f'{path.name}: {script} has no {option} ({line.strip()!r})'
+
+
+@pytest.mark.slow
+def test_saved_model_call_counts_match_a_fresh_run(vaswani, tmp_path):
+    """The one saved bench output that is deterministic: model calls of bench/model_calls.py (no latency needed)."""
+    import json
+    import subprocess
+    import sys
+    saved = json.loads((ROOT / 'bench/results/model_calls.json').read_text())
+    out = tmp_path / 'calls.json'
+    subprocess.run([sys.executable, 'bench/model_calls.py', '--latency', '0', '--json', str(out)], cwd=ROOT,
+                   check=True, capture_output=True, env={**__import__('os').environ, 'PYTHONPATH': str(ROOT)})
+    fresh = json.loads(out.read_text())
+    assert [r['model calls'] for r in fresh['rows']] == [r['model calls'] for r in saved['rows']]
+    assert fresh['lines'][0].split(', ')[0] == saved['lines'][0].split(', ')[0]  # calls per model, rows per call
