@@ -18,9 +18,11 @@ Backend = Literal['igraph', 'leidenalg']
 #: igraph Leiden iterations per run (``n_iterations``; negative = until stable)
 ITERATIONS = -1
 #: Whole-graph Leiden stops once PATIENCE iterations in a row (after the first) each raised modularity by less than
-#: TOLERANCE
-#: (0: igraph's "until an iteration improves nothing"); chosen by measurement, see docs/scale.md
+#: TOLERANCE (0: igraph's "until an iteration improves nothing"); on graphs of at least LARGE_GRAPH nodes, where an
+#: iteration's gain is a sum over many nodes and does not jump back up, LARGE_PATIENCE such iterations suffice.
+#: Chosen by measurement, see docs/scale.md.
 TOLERANCE, PATIENCE = 1e-4, 2
+LARGE_GRAPH, LARGE_PATIENCE = 100_000, 1
 
 
 @dataclass
@@ -61,23 +63,30 @@ def symmetrise(edges: np.ndarray, weights: np.ndarray, num_nodes: int) -> Tuple[
         ``(pairs, w)``: an ``(m, 2)`` array with ``pairs[:, 0] < pairs[:, 1]``, sorted, and the weights.
     """
     edges = np.asarray(edges, dtype=np.int64)
-    weights = np.asarray(weights, dtype=np.float64)
+    weights = np.asarray(weights)
+    if weights.dtype not in (np.float32, np.float64):  # the maximum is taken in the given precision, then widened
+        weights = weights.astype(np.float64)
     if edges.shape != weights.shape or edges.ndim != 2 or edges.shape[0] != num_nodes:
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both be (num_nodes={num_nodes}, k)')
-    src = np.repeat(np.arange(num_nodes, dtype=np.int64), edges.shape[1])
-    dst = edges.reshape(-1)
-    w = weights.reshape(-1)
-    if len(dst) and (dst.max() >= num_nodes or dst.min() < 0):
-        raise ValueError(f'edge targets must lie in [0, {num_nodes}); found {dst.min()}..{dst.max()}')
-    keep = (src != dst) & (w > 0) & np.isfinite(w)
-    src, dst, w = src[keep], dst[keep], w[keep]
-    key = np.minimum(src, dst) * num_nodes + np.maximum(src, dst)
-    order = np.argsort(key)
-    key, w = key[order], w[order]
+    if edges.size and (edges.max() >= num_nodes or edges.min() < 0):
+        raise ValueError(f'edge targets must lie in [0, {num_nodes}); found {edges.min()}..{edges.max()}')
+    rows = np.arange(num_nodes, dtype=np.int64)[:, None]
+    keep = (edges != rows) & (weights > 0) & np.isfinite(weights)
+    src = np.broadcast_to(rows, edges.shape)[keep]
+    dst, w = edges[keep], weights[keep]
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    del src, dst, keep
+    key = lo * num_nodes
+    key += hi
+    order = np.argsort(key)  # edges found in both directions become neighbours; their order does not matter
+    key = key[order]
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
-    w = np.maximum.reduceat(w, starts) if len(key) else w
-    key = key[starts]
-    return np.stack([key // num_nodes, key % num_nodes], axis=1), w
+    del key
+    w = np.maximum.reduceat(w[order], starts).astype(np.float64) if len(starts) else np.zeros(0)
+    first = order[starts]
+    pairs = np.empty((len(starts), 2), dtype=np.int64)
+    pairs[:, 0], pairs[:, 1] = lo[first], hi[first]
+    return pairs, w
 
 
 def _graph(num_nodes: int, pairs: np.ndarray, w: np.ndarray, *, backend: Backend = 'igraph'):
@@ -223,7 +232,7 @@ def _split_groups(group: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray
 
 def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: int = 20, resolution: float = 1.0,
                      randomness: float = 0.001, seed: int = 42, backend: Backend = 'igraph',
-                     iterations: int = ITERATIONS, tolerance: float = TOLERANCE,
+                     iterations: int = ITERATIONS, tolerance: float = TOLERANCE, patience: Optional[int] = None,
                      verbose: bool = False) -> Partition:
     """Partition a k-NN corpus graph into groups of at most ``max_group_size`` documents where possible.
 
@@ -247,9 +256,11 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
         backend: ``'igraph'`` (``community_leiden``, fast) or ``'leidenalg'`` (the reference implementation).
         iterations: igraph's ``n_iterations`` for every Leiden run (negative: until an iteration improves
             nothing); leidenalg always runs until nothing improves.
-        tolerance: with ``iterations < 0``, the whole-graph run also stops once two iterations in a row each
-            raised modularity by less than this (0: only when an iteration improves nothing). Re-partitioning runs
-            always go until nothing improves (small graphs: cheap).
+        tolerance: with ``iterations < 0``, the whole-graph run also stops once ``patience`` iterations in a row
+            (after the first) each raised modularity by less than this (0: only when an iteration improves
+            nothing). Re-partitioning runs always go until nothing improves (small graphs: cheap).
+        patience: see ``tolerance``; default ``PATIENCE`` (2), or ``LARGE_PATIENCE`` (1) on graphs of at least
+            ``LARGE_GRAPH`` (100,000) nodes.
         verbose: show a progress bar over re-partitioned groups.
     """
     check_int('max_group_size', max_group_size, low=2)
@@ -258,6 +269,8 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     check_number('tolerance', tolerance, low=0)
     check_int('seed', seed)
     check_int('iterations', iterations)
+    if patience is not None:
+        check_int('patience', patience, low=1)
     if iterations == 0:
         raise ValueError('iterations must be a non-zero integer (negative: until settled), got 0')
     if backend not in ('igraph', 'leidenalg'):
@@ -271,8 +284,10 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     cpu = {'symmetrise': time.process_time() - cpu_started}
     graph = _graph(num_nodes, pairs, w, backend=backend)
     if backend == 'igraph' and iterations < 0:
+        if patience is None:
+            patience = LARGE_PATIENCE if num_nodes >= LARGE_GRAPH else PATIENCE
         labels, modularity = _leiden_until_settled(graph, resolution=resolution, randomness=randomness, seed=seed,
-                                                   tolerance=tolerance)
+                                                   tolerance=tolerance, patience=patience)
     else:
         labels, modularity = _run_leiden(graph, resolution=resolution, randomness=randomness, seed=seed,
                                          backend=backend, iterations=iterations)
