@@ -2,6 +2,7 @@
 
     python bench/control_loop.py                     # vaswani, BM25 top 1000, budget 100, all 93 queries
     python bench/control_loop.py --repeat 5 --profile GAREN
+    python bench/control_loop.py --repeat 5 --json bench/results/control_loop.json   # the README's figures
 
 The reranker and the navigator cost (almost) nothing: they look each row's score up in a fixed table by docno (or
 group id), so what is timed is each search's own work: windows, graph and group look-ups, frames. The first stage is
@@ -57,6 +58,7 @@ def main():
     parser.add_argument('--depth', type=int, default=1000, help='first-stage depth')
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--profile', help='run this system once under cProfile and print the top functions')
+    parser.add_argument('--json', metavar='PATH', help='also write the table for docs/regen.py (bench/_record.py)')
     args = parser.parse_args()
     from pyterrier_garen import LocalDataset, data_dir, prepare
     dataset = LocalDataset(data_dir(args.dataset))
@@ -85,10 +87,19 @@ def main():
     rows = [{'system': name, 'ms/query': round(wall / num_queries * 1e3, 2), 'cpu ms/query': round(cpu / num_queries
              * 1e3, 2), 'x GAR (wall)': round(wall / gar_wall, 2), 'x GAR (cpu)': round(cpu / gar_cpu, 2)}
             for name, (wall, cpu) in best.items()]
-    print(f'{args.dataset}: {num_queries} queries, BM25 top {args.depth}, budget {args.budget}, zero-cost models, '
-          f'best of {args.repeat} interleaved rounds')
+    caption = (f'{args.dataset}: {num_queries} queries, BM25 top {args.depth}, budget {args.budget}, zero-cost '
+               f'models, best of {args.repeat} interleaved rounds')
+    print(caption)
     print(pd.DataFrame(rows).to_string(index=False))
     print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
+    if args.json:
+        from _record import save
+        cpu = {r['system']: r['x GAR (cpu)'] for r in rows}
+        save(args.json, caption=caption + ' (GAR is `pyterrier_adaptive.GAR`)', rows=rows, columns=[
+            ('system', 'system', ''), ('ms/query', 'ms/query', '.2f'), ('CPU ms/query', 'cpu ms/query', '.2f'),
+            ('× GAR (wall)', 'x GAR (wall)', '.2f'), ('× GAR (CPU)', 'x GAR (cpu)', '.2f')],
+            lines=[f"GAREN's control loop costs {cpu['GAREN']:.2f}× GAR's CPU time per query."] if 'GAREN' in cpu
+            else [])
 
 
 if __name__ == '__main__':

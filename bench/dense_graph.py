@@ -2,6 +2,7 @@
 
     python bench/dense_graph.py                       # 100k SYNTHETIC vectors (384-d, clustered), k=16
     python bench/dense_graph.py --docs 20000 --ef-search 32 64 128 --hops 1 2
+    python bench/dense_graph.py --ef-search 32 64 --json bench/results/dense_graph.json   # the README's figures
 
 The vectors are synthetic (no encoder runs): ``--clusters`` random unit centres in 384 dimensions, each document a
 centre plus Gaussian noise, normalised, so that near neighbours are meaningful. They are stored in a
@@ -40,6 +41,7 @@ def main():
     parser.add_argument('--ef-search', type=int, nargs='+', default=[64], help='HNSW search depths to compare')
     parser.add_argument('--hops', type=int, nargs='*', default=[1], help='link-candidate variants (hops) to compare')
     parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--json', metavar='PATH', help='also write the table for docs/regen.py (bench/_record.py)')
     args = parser.parse_args()
     import pandas as pd
     import pyterrier_dr
@@ -64,9 +66,20 @@ def main():
             hits = sum(np.isin(a, e).sum() for a, e in zip(approx.astype(np.int64), exact_sorted))
             rows.append({'graph': name, 'seconds': seconds, 'cpu_s': cpu_s, f'recall@{args.k}': hits / exact.size})
     table = pd.DataFrame(rows).round(3)
-    print(f'{args.docs:,} synthetic {args.dim}-d vectors ({args.clusters} clusters), k={args.k}')
+    caption = f'{args.docs:,} synthetic {args.dim}-d vectors ({args.clusters:,} clusters), k={args.k}'
+    print(caption)
     print(table.to_string(index=False))
     print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
+    if args.json:
+        record(args.json, table.to_dict('records'), caption, args.k)
+
+
+def record(path, rows, caption: str, k: int, **extra):
+    """The output file of ``--json`` (``bench/_record.py``), read by ``docs/regen.py``."""
+    from _record import save
+    save(path, rows=rows, caption=caption, **extra, columns=[
+        ('graph', 'graph', ''), ('seconds', 'seconds', '.1f'), ('CPU s', 'cpu_s', '.1f'),
+        (f'recall@{k}', f'recall@{k}', '.3f')])
 
 
 if __name__ == '__main__':

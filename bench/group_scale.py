@@ -2,6 +2,7 @@
 
     python bench/group_scale.py                       # 100k, 400k, 1M documents
     python bench/group_scale.py --sizes 100000 400000 --repeat 2
+    python bench/group_scale.py --sizes 400000 1000000 --json bench/results/group_scale.json   # the README's figures
 
 The graphs come from :func:`pyterrier_garen.synthetic.planted_knn_graph` (k=16, planted topics of ~200 documents
 split into subtopics of ~15), so Leiden finds real communities and has re-partitioning work to do. Each size runs
@@ -65,6 +66,7 @@ def main():
     parser.add_argument('--repeat', type=int, default=1, help='runs per size; the fastest is reported')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--estimate', type=int, default=4_600_000, help='size to extrapolate to (DBpedia: 4.6M)')
+    parser.add_argument('--json', metavar='PATH', help='also write the table for docs/regen.py (bench/_record.py)')
     parser.add_argument('--one', type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -85,9 +87,19 @@ def main():
     wall_stages = ['symmetrise_s', 'leiden_s', 'split_s', 'other_s']  # in the JSON lines above
     print(table.drop(columns=['planted_topics'] + wall_stages).to_string(index=False))
     print(f'load average during the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores')
+    lines = derived(rows, args.estimate)
+    print('\n'.join(lines))
+    if args.json:
+        record(args.json, rows, lines, k=args.k, seed=args.seed, repeat=args.repeat)
+
+
+def derived(rows, estimate_size: int):
+    """The sentences printed under the table: growth of CPU time per document, the estimate, the group limits."""
+    lines = []
     for a, b in zip(rows, rows[1:]):
         growth = (b['cpu_s'] / a['cpu_s']) / (b['docs'] / a['docs'])
-        print(f'CPU time per document, {a["docs"]:,} -> {b["docs"]:,} docs: x{growth:.2f} (1.00 = linear)')
+        lines.append(f'CPU time per document grows ×{growth:.2f} from {a["docs"]:,} to {b["docs"]:,} documents '
+                     '(1.00 = linear).')
     # the estimate: CPU time (steadier than wall clock on a shared machine) and peak RSS continued along the straight
     # line through the two largest sizes, i.e. at the marginal cost per document measured there; the stage shares
     # are those of the largest size
@@ -95,11 +107,29 @@ def main():
 
     def extend(key):
         slope = (b[key] - a[key]) / (b['docs'] - a['docs'])
-        return b[key] + slope * (args.estimate - b['docs'])
+        return b[key] + slope * (estimate_size - b['docs'])
     shares = {s: b[f'{s}_cpu_s'] / b['cpu_s'] for s in ('symmetrise', 'leiden', 'split', 'other')}
-    print(f'estimate for {args.estimate:,} docs (along the line through {a["docs"]:,} and {b["docs"]:,} docs): '
-          f'{extend("cpu_s"):.0f} CPU-s (CPU shares at {b["docs"]:,}: '
-          + ', '.join(f'{s} {v:.0%}' for s, v in shares.items()) + f'); peak RSS ~{extend("peak_rss_gb"):.1f} GB')
+    lines.append(f'Estimate for {estimate_size:,} documents (along the line through {a["docs"]:,} and {b["docs"]:,}): '
+                 f'{extend("cpu_s"):.0f} CPU-s (CPU shares at {b["docs"]:,}: '
+                 + ', '.join(f'{s} {v:.0%}' for s, v in shares.items())
+                 + f'), peak RSS ~{extend("peak_rss_gb"):.1f} GB.')
+    lines.append(f'Largest group: {max(r["max"] for r in rows)} documents; singletons: '
+                 f'{sum(r["singletons"] for r in rows)}; unsplittable groups: {sum(r["unsplittable"] for r in rows)}.')
+    return lines
+
+
+def record(path, rows, lines, *, k: int, seed: int, repeat: int, **extra):
+    """The output file of ``--json`` (``bench/_record.py``), read by ``docs/regen.py``."""
+    from _record import save
+    save(path, rows=rows, lines=lines, **extra,
+         caption=f'synthetic k-NN graphs with planted topics, k={k}, seed {seed}, fastest of {repeat} run(s) per '
+                 'size, each in a fresh process',
+         columns=[('docs', 'docs', ','), ('seconds', 'seconds', '.2f'), ('CPU s', 'cpu_s', '.2f'),
+                  ('symmetrise CPU s', 'symmetrise_cpu_s', '.2f'), ('Leiden CPU s', 'leiden_cpu_s', '.2f'),
+                  ('split CPU s', 'split_cpu_s', '.2f'), ('other CPU s', 'other_cpu_s', '.2f'),
+                  ('Leiden calls', 'leiden_calls', ','), ('groups', 'groups', ','), ('max', 'max', ''),
+                  ('modularity', 'modularity', '.3f'), ('peak RSS GB', 'peak_rss_gb', '.2f')])
+
 
 if __name__ == '__main__':
     np.seterr(all='raise')

@@ -2,6 +2,7 @@
 
     python bench/model_calls.py                        # vaswani, BM25 top 1000, budget 100, 93 queries, 50 ms/call
     python bench/model_calls.py --queries 20 --latency 0.2
+    python bench/model_calls.py --json bench/results/model_calls.json   # the README's figures
 
 The reranker and navigator look scores up in a fixed table (no model runs) and sleep ``--latency`` seconds per
 call, like a remote engine whose cost is dominated by a fixed per-request latency. GAREN runs once over all ``Q``
@@ -42,6 +43,7 @@ def main():
     parser.add_argument('--queries', type=int, default=None, help='number of queries (default: all)')
     parser.add_argument('--budget', type=int, default=100)
     parser.add_argument('--latency', type=float, default=0.05, help='seconds per model call')
+    parser.add_argument('--json', metavar='PATH', help='also write the summary for docs/regen.py (bench/_record.py)')
     args = parser.parse_args()
     from pyterrier_garen import GAREN, LocalDataset, data_dir, prepare
     dataset = LocalDataset(data_dir(args.dataset))
@@ -75,8 +77,9 @@ def main():
     same = batched.sort_values(key)[key + ['rank']].reset_index(drop=True) \
         .equals(single.sort_values(key)[key + ['rank']].reset_index(drop=True))
     steps.index = pd.RangeIndex(1, len(steps) + 1, name='call')
-    print(f'{args.dataset}: {num_queries} queries, BM25 top 1000, budget {args.budget}, {args.latency * 1e3:.0f} ms '
-          'per model call')
+    caption = (f'{args.dataset}: {num_queries} queries, BM25 top 1000, budget {args.budget}, {args.latency * 1e3:.0f}'
+               ' ms per model call')
+    print(caption)
     print('batched run, call by call:')
     print(steps.to_string())
     summary = pd.DataFrame([
@@ -87,6 +90,18 @@ def main():
     ])
     print(summary.to_string(index=False))
     print(f'speed-up of batching: x{single_s / batched_s:.1f}; same rankings: {same}')
+    if args.json:
+        from _record import save
+        by_model = steps.groupby('model').agg(calls=('rows', 'size'), rows=('rows', 'max'))
+        detail = ' and '.join(f"{int(r.calls)} {m} calls of up to {int(r.rows):,} rows" for m, r in by_model.iterrows())
+        save(args.json, caption=caption, rows=summary.to_dict('records'), columns=[
+            ('run', 'run', ''), ('model calls', 'model calls', ','), ('queries per call', 'queries per call', '.1f'),
+            ('seconds', 'seconds', '.2f')],
+            lines=[f'The lock-step run makes {detail}, '
+                   + (f'all {steps.queries.max()} queries in every call' if steps.queries.min() == num_queries else
+                      f'{steps.queries.min()} to {steps.queries.max()} queries in a call')
+                   + f'; one query at a time takes ×{single_s / batched_s:.1f} its wall time'
+                   + ('; the rankings are the same.' if same else '; THE RANKINGS DIFFER.')])
 
 
 if __name__ == '__main__':

@@ -18,6 +18,25 @@ in the repository root with the shell; its standard output replaces the block's 
 
 ``tests/test_docs.py`` runs the cheap blocks' commands and fails when what is committed differs. The commands
 this script offers itself (``--signature NAME``, ``--garen-plus``) print text derived from the code.
+
+Benchmarks and full comparisons take minutes to hours, so their blocks render a saved output file instead:
+``<!-- generated: python docs/regen.py --bench bench/results/NAME.json -->``. The file is written by the bench
+script itself (``bench/_record.py``: the command line that wrote it, the date, the load average, the table's raw
+values and the sentences the script derives from them); the block is cheap, so the test checks it against the
+committed file, and rerunning the command the file names rewrites the file. To update a figure after changing the
+code (e.g. ``bench/group_scale.py`` or ``bench/control_loop.py``):
+
+    python bench/control_loop.py --repeat 5 --json bench/results/control_loop.json   # the command in the file
+    python docs/regen.py                                                              # README blocks follow
+    git add bench/results/control_loop.json README.md
+
+(the exact command of each figure is the first line of its block in the README). Prose around a block states no
+number of its own: what a run shows goes into the script's ``lines``. The README's results table and
+``docs/results.md``'s comparison outputs come the same way from ``compare --json`` files (``--compare`` renders one
+table of several runs, ``--compare-output`` what one run printed):
+
+    python -m pyterrier_garen compare --dataset cranfield --quiet --json bench/results/compare-cranfield.json
+    python docs/regen.py
 """
 import argparse
 import inspect
@@ -92,17 +111,112 @@ def signature(name: str) -> str:
     return '\n'.join(lines)
 
 
+def _cell(value, spec: str) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return '—'
+    return format(value, spec) if spec else str(value)
+
+
+def render_bench(path) -> str:
+    """The Markdown of a bench output file (``bench/_record.py``): its command, date and load, caption, table, lines."""
+    import json
+    record = json.loads((ROOT / path).read_text())
+    where = f"{record['date']}; load average {record['load_average']} on {record['cores']} cores"
+    if record.get('code'):
+        where += f"; code {record['code']}"
+    head = f"`{record['command']}` ({where}): {record['caption']}"
+    if record.get('transcribed'):
+        head += f" ({record['transcribed']})"
+    out = [head, '']
+    if record['columns']:
+        out.append('| ' + ' | '.join(h for h, _, _ in record['columns']) + ' |')
+        out.append('|' + '---|' * len(record['columns']))
+        for row in record['rows']:
+            out.append('| ' + ' | '.join(_cell(row.get(k), spec) for _, k, spec in record['columns']) + ' |')
+    if record['lines']:
+        out += ['', *record['lines']]
+    return '\n'.join(out).rstrip('\n')
+
+
+NAMES = {'scifact': 'SciFact', 'vaswani': 'Vaswani', 'cranfield': 'Cranfield'}
+
+
+def _load(paths):
+    import json
+    return [json.loads((ROOT / p).read_text()) for p in paths]
+
+
+def _collection(record) -> str:
+    name = str(record['run']['collection'])
+    return NAMES.get(name, name)
+
+
+def _runs(records) -> list:
+    return [f"`{r['command']}` ({r['date']}; load average {r['load_average']} on {r['cores']} cores"
+            + (f"; code {r['code']}" if r.get('code') else '') + ')' for r in records]
+
+
+def render_compare(paths) -> str:
+    """One table of ``nDCG@10 / R@100`` per system and collection from ``compare --json`` files, the commands that
+    wrote them, and the paired t-tests of GAR against GAREN."""
+    records = _load(paths)
+    systems = list(dict.fromkeys(row['name'] for r in records for row in r['rows']))
+    cell = {(_collection(r), row['name']): row for r in records for row in r['rows']}
+
+    def fmt(v):
+        return f'{v:.3f}'.lstrip('0') if v is not None else '—'
+    out = ['Written by ' + '; '.join(_runs(records)) + '. nDCG@10 / R@100:', '',
+           '| system | ' + ' | '.join(f"{_collection(r)} ({r['run']['queries']} q)" for r in records) + ' |',
+           '|' + '---|' * (len(records) + 1)]
+    for name in systems:
+        row = [cell.get((_collection(r), name)) for r in records]
+        out.append(f'| {name} | ' + ' | '.join(f"{fmt(c['nDCG@10'])} / {fmt(c['R@100'])}" if c else '—'
+                                                for c in row) + ' |')
+    tests = []
+    for r in records:
+        gar = cell.get((_collection(r), 'GAR'))
+        if gar and gar.get('R@100 p-value') is not None:
+            garen = cell[(_collection(r), 'GAREN')]
+            side = 'higher' if gar['R@100'] > garen['R@100'] else 'lower'
+            tests.append(f"{_collection(r)} {side}, p={gar['R@100 p-value']:.2g}")
+    if tests:
+        out += ['', "GAR's R@100 against GAREN's (two-sided paired t-test that `compare` prints): " + '; '.join(tests)
+                + '.']
+    return '\n'.join(out)
+
+
+def render_compare_output(path) -> str:
+    """What ``compare`` printed (its header, table and legends, in a code block), rebuilt from its ``--json`` file by
+    the same formatter."""
+    import pandas as pd
+
+    from pyterrier_garen._compare import format_comparison
+    record, = _load([path])
+    table = pd.DataFrame(record['rows'])
+    table.attrs['run'] = record['run']
+    table.attrs['labels'] = record['run'].get('labels')
+    return '\n'.join(_runs([record])) + ':\n\n```\n' + format_comparison(table) + '\n```'
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--slow', action='store_true', help='also run the slow blocks\' commands')
     parser.add_argument('--check', action='store_true', help='only compare; exit 1 when a cheap block differs')
     parser.add_argument('--signature', metavar='NAME', help='print the signature of pyterrier_garen.NAME')
     parser.add_argument('--garen-plus', action='store_true', help='print the GAREN+ legend line of compare')
+    parser.add_argument('--bench', metavar='PATH', help='print the Markdown of a saved bench output file')
+    parser.add_argument('--compare', nargs='+', metavar='PATH', help='print one table from compare --json files')
+    parser.add_argument('--compare-output', metavar='PATH', help="print compare's own output from its --json file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     if args.signature:
         sys.stdout.write(signature(args.signature) + "\n")
         return 0
+    for option, render in (('bench', render_bench), ('compare', render_compare),
+                           ('compare_output', render_compare_output)):
+        if getattr(args, option):
+            sys.stdout.write(render(getattr(args, option)) + "\n")
+            return 0
     if args.garen_plus:
         from pyterrier_garen._compare import garen_plus_legend
         sys.stdout.write(garen_plus_legend() + "\n")

@@ -4,12 +4,13 @@
         --budgets 50 100 200 400 --sigmas 0.25 0.5 1 --minilm --systems GAR SlideGAR RGS GAREN GAREN+
     python examples/budget_recall.py --dataset vaswani --workdir W/vaswani --out vaswani-feedback.csv \\
         --budgets 100 --sigmas 0.25 2 100 --systems GAREN GAREN+ --variant GAREN-fb1:feedback=1 \\
-        --variant "GAREN+-fb1:evidence_weight=0.5,fusion=0.1,feedback=1" --oracle-navigator
+        --variant "GAREN+-fb1:evidence_weight=0.5,feedback=1" --oracle-navigator --weights
 
 Every system takes the same PISA BM25 top 1000, the MiniLM centroid navigator (GAREN) and the same reranker: the
 simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed --noise-seed: an ANALYSIS INSTRUMENT that
 reads the qrels; sigma 100 is a random reranker) or MiniLM (--minilm). --fusion W appends the same FirstStageFusion
-to every system (as strength_sweep.py --fusion does; GAREN+ then drops its own). Each run's documents are the ones
+to every system and variant (as strength_sweep.py --fusion does; GAREN+ then drops its own, so a variant must not set
+``fusion`` too). Each run's documents are the ones
 its search observed (at most the budget), so besides the returned order (``order=system``) the script re-orders
 that same set and evaluates it again:
 
@@ -104,7 +105,7 @@ def main(argv=None):
     parser.add_argument('--workdir', required=True)
     parser.add_argument('--out', required=True, help='CSV, appended to')
     parser.add_argument('--budgets', type=int, nargs='+', default=[50, 100, 200, 400])
-    parser.add_argument('--sigmas', type=float, nargs='+', default=[0.25, 0.5, 1.0])
+    parser.add_argument('--sigmas', type=float, nargs='*', default=[0.25, 0.5, 1.0], help='(none: MiniLM only)')
     parser.add_argument('--noise-seed', type=int, default=0)
     parser.add_argument('--minilm', action='store_true', help='also the MiniLM reranker')
     parser.add_argument('--systems', nargs='*', default=list(SYSTEMS), choices=SYSTEMS)

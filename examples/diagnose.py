@@ -2,6 +2,7 @@
 
     python examples/diagnose.py --dataset scifact
     python examples/diagnose.py --dataset vaswani --navigator vote
+    python examples/diagnose.py --dataset vaswani --json bench/results/diagnose-vaswani.json   # the README's figures
 
 Prints, over queries with relevant documents: relevant documents and their groups, the share of gold groups the
 navigator scored and the share GAREN expanded (paper Appendix C.3), the share of relevant documents each method
@@ -26,6 +27,7 @@ def main():
     parser.add_argument('--dataset', required=True)
     parser.add_argument('--navigator', default='centroid', choices=NAVIGATORS)
     parser.add_argument('--budget', type=int, default=100)
+    parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON (what docs/regen.py renders)')
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
     prepared = prepare(dataset)
@@ -43,15 +45,33 @@ def main():
           f'navigator scored {diag.scored.sum() / diag.gold_groups.sum():.1%} of them, '
           f'GAREN expanded {diag.selected.sum() / diag.gold_groups.sum():.1%}')
     hops = gold_hops(prepared.groups, first, qrels)
+    by_hop = {}
     for column in ('doc_hop', 'group_hop'):
         table = recall_by_hop(hops, runs, hop_column=column)
         print(f'\nrecall of relevant documents by {column} (from the BM25 top 20):')
-        print(table.pivot(index='hop', columns='system', values='recall').round(3)
-              .join(table.drop_duplicates('hop').set_index('hop').gold).to_string())
+        by_hop[column] = table.pivot(index='hop', columns='system', values='recall').round(3) \
+            .join(table.drop_duplicates('hop').set_index('hop').gold)
+        print(by_hop[column].to_string())
     observed = {name: run.groupby('qid').size().mean() for name, run in runs.items()}
     print('\nmean documents returned per query:', {k: round(v, 1) for k, v in observed.items()})
-    print(pd.Series(garen.last_stats[['groups_scored', 'navigator_calls', 'reranker_calls']].mean()).round(1)
-          .to_string())
+    stats = pd.Series(garen.last_stats[['groups_scored', 'navigator_calls', 'reranker_calls']].mean()).round(1)
+    print(stats.to_string())
+    if args.json:
+        import datetime
+        import json
+        import shlex
+        import sys
+        record = {'command': shlex.join(['python', 'examples/diagnose.py', *sys.argv[1:]]),
+                  'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
+                  'load_average': round(os.getloadavg()[0], 1), 'cores': os.cpu_count(), 'dataset': args.dataset,
+                  'queries': len(diag), 'gold_groups_per_query': float(diag.gold_groups.mean()),
+                  'scored_share': float(diag.scored.sum() / diag.gold_groups.sum()),
+                  'expanded_share': float(diag.selected.sum() / diag.gold_groups.sum()),
+                  'stats': {k: float(v) for k, v in stats.items()},
+                  'recall_by_hop': {c: json.loads(t.to_json(orient='index')) for c, t in by_hop.items()}}
+        with open(args.json, 'w') as f:
+            f.write(json.dumps(record, indent=1) + '\n')
+        print(f'wrote {args.json}')
 
 
 if __name__ == '__main__':

@@ -155,6 +155,11 @@ def _cmd_compare(args) -> None:
     if args.out:
         table[['name', 'nDCG@10', 'R@100']].to_csv(args.out, index=False)
         print(f'wrote {args.out}')
+    if args.json:
+        from ._compare import save_comparison
+        import shlex
+        save_comparison(table, args.json, command=shlex.join(['python', '-m', 'pyterrier_garen', *args.argv]))
+        print(f'wrote {args.json}')
 
 
 def _cmd_tiny_model(args) -> None:
@@ -224,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--workdir', help='folder for the offline artifacts (default: '
                                      '$GAREN_CACHE/<collection>-<fingerprint>)')
     p.add_argument('--out', help='also write the table (name, nDCG@10, R@100) as CSV to this file')
+    p.add_argument('--json', metavar='PATH', help='also write the whole table, what ran, the command and the date '
+                                                  'as JSON (what docs/regen.py renders into the README)')
     p.add_argument('--quiet', action='store_true', help='no progress bars')
     p.add_argument('--fusion', type=float, default=0.0, metavar='W',
                    help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
@@ -317,7 +324,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> None:
     from ._errors import run_command
-    run_command(build_parser(), argv)  # user errors: one line 'error: ...', exit status 2
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser()
+    parser.set_defaults(argv=argv)  # the command line as typed (recorded by compare --json)
+    run_command(parser, argv)  # user errors: one line 'error: ...', exit status 2
 
 
 if __name__ == '__main__':

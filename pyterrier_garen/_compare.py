@@ -289,3 +289,34 @@ def garen_plus_legend() -> str:
     options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
     return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
             'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm.')
+
+
+def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
+    """Write :func:`compare`'s table (every column), what ran and the command and date as JSON (``compare --json``;
+    ``docs/regen.py --compare`` renders these files into the README). Written to a temporary file, then moved."""
+    import datetime
+    import json
+    import os
+    path = Path(path)
+    record = {'command': command, 'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
+              'load_average': round(os.getloadavg()[0], 1), 'cores': os.cpu_count(), 'code': code_version(),
+              'run': table.attrs.get('run', {}),
+              'rows': json.loads(table.to_json(orient='records'))}  # NaN (the baseline's tests) -> null
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(json.dumps(record, indent=1, default=str) + '\n')
+    tmp.replace(path)
+
+
+def code_version() -> str:
+    """The git commit of this package's checkout (``+changes`` when its files differ from it), or ``'unknown'``."""
+    import subprocess
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short=8', 'HEAD'], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', str(root), 'status', '--porcelain', '--untracked-files=no', '--',
+                                'pyterrier_garen'], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
+    return head + ('+changes' if dirty else '')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from itertools import islice
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Generator, Iterable, List, Optional, Sequence, Tuple
 
@@ -99,8 +100,6 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
         **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
-    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
-    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
     if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
@@ -109,6 +108,43 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if not_numeric.any():
         raise ValueError(f'the {role} {model!r} returned {int(not_numeric.sum())} scores that are not numbers (e.g. '
                          f'{out["score"][not_numeric].iloc[0]!r}); scores must be numbers')
+    if _same(out['qid'], frame['qid']) and _same(out['docno'], frame['docno']) and _distinct(requests):
+        # the usual answer: the rows asked, in the order asked (what matching by strings below would find)
+        scores = raw.to_numpy(dtype=float)
+        returned, foreign = scores, np.zeros(len(scores), dtype=bool)
+    else:
+        scores, returned, foreign = _match(frame, out, raw, role, model)
+    unusable = ~np.isfinite(scores)
+    if unusable.any():
+        bad_returned = int((~np.isfinite(returned) & ~foreign).sum())
+        qids = sorted({str(q) for q in frame.qid[unusable]})
+        warnings.warn(f'the {role} {model!r} gave no usable score for {int(unusable.sum())} of {len(scores)} rows '
+                      f'({bad_returned} NaN or infinite, {int(unusable.sum()) - bad_returned} missing; qids '
+                      f'{qids[:5]}); they are ranked last', stacklevel=3)
+    return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
+
+
+def _distinct(requests: list) -> bool:
+    """Whether the ``(qid, docno)`` pairs of the requests are distinct as strings."""
+    return len({str(qid) for qid, _, _ in requests}) == len(requests) and \
+        all(len(set(map(str, payload['docno']))) == len(payload['docno']) for _, _, payload in requests)
+
+
+def _same(returned: pd.Series, asked: pd.Series) -> bool:
+    """Whether a returned column holds the asked values in the asked order, with the same (non-object) dtype, so
+    that both read the same as strings."""
+    return returned.dtype == asked.dtype and returned.dtype != object and len(returned) == len(asked) and \
+        bool(returned.array.equals(asked.array))
+
+
+def _match(frame: pd.DataFrame, out: pd.DataFrame, raw: pd.Series, role: str, model: pt.Transformer):
+    """The returned scores of the asked rows, matched by ``(qid, docno)`` as strings (first of duplicates).
+
+    Returns ``(scores of the asked rows, NaN where none; the deduplicated returned scores; which of those are
+    foreign)``; warns about the foreign rows.
+    """
+    # qids and docnos compare as strings: a model that turns qid 1 into '1' still answers the same query
+    asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     returned = pd.Series(raw.to_numpy(dtype=float),
                          index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
     returned = returned[~returned.index.duplicated()]
@@ -116,16 +152,8 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     if foreign.any():
         sample = [f'{q}/{d}' for q, d in returned.index[foreign][:3]]
         warnings.warn(f'the {role} {model!r} returned {int(foreign.sum())} rows for queries or documents it was not '
-                      f'asked about (qid/docno e.g. {sample}); they are ignored', stacklevel=3)
-    scores = returned.reindex(asked).to_numpy()
-    unusable = ~np.isfinite(scores)
-    if unusable.any():
-        bad_returned = int((~np.isfinite(returned.to_numpy()) & ~foreign).sum())
-        qids = sorted({str(q) for q in frame.qid[unusable]})
-        warnings.warn(f'the {role} {model!r} gave no usable score for {int(unusable.sum())} of {len(scores)} rows '
-                      f'({bad_returned} NaN or infinite, {int(unusable.sum()) - bad_returned} missing; qids '
-                      f'{qids[:5]}); they are ranked last', stacklevel=3)
-    return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
+                      f'asked about (qid/docno e.g. {sample}); they are ignored', stacklevel=4)
+    return returned.reindex(asked).to_numpy(), returned.to_numpy(), foreign
 
 
 class Ranked(list):
@@ -151,11 +179,17 @@ def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[Ranked]]:
         requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
                                   'rank': np.arange(len(docs))}) for qid, query, docs in requests]
         scores = _call(reranker, requests, 'reranker')
-        out = []
-        for (_, _, payload), s in zip(requests, scores, strict=True):
-            order = np.lexsort((np.arange(len(s)), -s))
-            out.append(Ranked([payload['docno'][i] for i in order], s[order].tolist()))
-        return out
+        # every window at once: by request, then descending score, then window position
+        lengths = [len(s) for s in scores]
+        ends = np.cumsum(lengths).tolist()
+        request = np.repeat(np.arange(len(requests)), lengths)
+        position = np.arange(len(request)) - np.repeat(np.asarray(ends) - lengths, lengths)
+        flat = np.concatenate(scores) if scores else np.zeros(0)
+        order = np.lexsort((position, -flat, request))
+        docnos = [d for _, _, payload in requests for d in payload['docno']]
+        ranked = [docnos[i] for i in order.tolist()]
+        ranked_scores = flat[order].tolist()
+        return [Ranked(ranked[end - n:end], ranked_scores[end - n:end]) for n, end in zip(lengths, ends)]
     return handle
 
 
@@ -286,6 +320,7 @@ class QueryState:
     cache: Dict[Any, float] = field(default_factory=dict)  # the navigator cache Pi_q
     scores: Dict[str, float] = field(default_factory=dict)  # docno -> the reranker's last score of it
     reranks: int = 0  # reranker requests so far
+    unobserved_from: int = field(default=0, init=False, repr=False)  # R_0 before this position is all observed
 
     def rerank(self, window: Sequence[str]) -> Generator[Request, Any, List[str]]:
         """Re-rank ``window`` (one request); record each document's ``last`` placement and score, return the order.
@@ -299,11 +334,15 @@ class QueryState:
         return reranked
 
     def __post_init__(self):
-        self.rank0 = {d: i for i, d in enumerate(self.r0)}
+        self.rank0 = dict(zip(self.r0, range(len(self.r0))))
 
     def unobserved_r0(self) -> Iterable[str]:
         """The documents of ``R_0`` not yet observed, in rank order."""
-        return (d for d in self.r0 if d not in self.observed)
+        r0, observed, i = self.r0, self.observed, self.unobserved_from
+        while i < len(r0) and r0[i] in observed:  # observation only grows: an observed prefix stays observed
+            i += 1
+        self.unobserved_from = i
+        return (d for d in islice(r0, i, None) if d not in observed)
 
     def navigate(self, keys: Sequence[Any], rows: Dict[str, list]) -> Generator[Request, Any, Dict[Any, float]]:
         """Score ``rows`` with the navigator (one request), cache the scores under ``keys`` and return them."""

@@ -36,7 +36,13 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
         warnings.warn(f'{context!r}: dropped {duplicated.sum()} duplicate docnos (kept the first occurrence of each '
                       f'per query)', stacklevel=3)
         frame = frame[~duplicated]
-    return [(qid, group['query'].iloc[0], group['docno'].tolist()) for qid, group in frame.groupby('qid', sort=False)]
+    # the groups of frame.groupby('qid', sort=False), without a frame per query: qids in order of first appearance
+    codes, qids = pd.factorize(frame['qid'], sort=False)
+    order = np.argsort(codes, kind='stable')
+    ends = np.cumsum(np.bincount(codes, minlength=len(qids)))
+    docnos = np.split(frame['docno'].to_numpy(dtype=object)[order], ends[:-1])
+    queries = frame['query'].to_numpy(dtype=object)[order]
+    return [(qid, queries[end - len(docs)], docs.tolist()) for qid, end, docs in zip(qids, ends.tolist(), docnos)]
 
 
 def check_one_query_per_qid(frame: pd.DataFrame, context: Any = None) -> None:

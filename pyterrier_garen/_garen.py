@@ -7,15 +7,17 @@ transformer. Batching across queries is the search driver's job (:mod:`pyterrier
 from __future__ import annotations
 
 import math
-from collections import abc
-from dataclasses import dataclass, field
+from collections import Counter, abc
+from functools import partial
+from itertools import chain
 from enum import Enum
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
+from ._garen_state import GARENState, GroupView, by_value
 from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
                       check_probability)
 
@@ -58,16 +60,15 @@ def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]
         ``{group: vote}`` for every group of ``G^cand_t``, where vote = number of window documents with a neighbour
         in the group; groups in order of first appearance.
     """
-    votes: Dict[int, int] = {}
+    found_per_doc = []
     for docno in window:
         found = cache.get(docno) if cache is not None else None
         if found is None:
             found = tuple(set(map(group_of, neighbours(docno))) - {-1})
             if cache is not None:
                 cache[docno] = found
-        for gid in found:
-            votes[gid] = votes.get(gid, 0) + 1
-    return votes
+        found_per_doc.append(found)
+    return dict(Counter(chain.from_iterable(found_per_doc)))  # counted in order of first appearance
 
 
 def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, *, best_rank: Dict[int, int],
@@ -91,9 +92,7 @@ def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, 
     """
     chosen: List[int] = []
     if budget > 0:  # sort the unscored candidates, then test openness only until the budget is met
-        unscored = sorted((g for g in votes if g not in scored),
-                          key=lambda g: (-votes[g], best_rank.get(g, math.inf), g))
-        for gid in unscored:
+        for gid in _by_vote_then_rank(votes, scored, best_rank):
             if is_open(gid):
                 chosen.append(gid)
                 if len(chosen) >= budget:
@@ -106,6 +105,20 @@ def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, 
             chosen.append(gid)
             taken.add(gid)
     return chosen
+
+
+def _by_vote_then_rank(votes: Dict[int, int], scored: Dict[int, float], best_rank: Dict[int, int]) -> Iterator[int]:
+    """The unscored groups of ``votes`` by descending vote, then best first-stage rank (absent last), then id.
+
+    Sorted one vote at a time, as the consumer reaches it: most candidates share the lowest votes and are never
+    reached.
+    """
+    by_vote: Dict[int, List[int]] = {}
+    for gid, vote in votes.items():
+        if gid not in scored:
+            by_vote.setdefault(vote, []).append(gid)
+    for vote in sorted(by_vote, reverse=True):
+        yield from sorted(by_vote[vote], key=lambda g: (best_rank.get(g, math.inf), g))
 
 
 def take(pools: Sequence[Sequence[str]], n: int, *, round_robin: bool) -> List[str]:
@@ -313,14 +326,6 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
 # ---------------------------------------------------------------------------------------------------------------------
 # the transformer
 
-@dataclass
-class GARENState(QueryState):
-    """A query's :class:`QueryState` plus GAREN's private caches of the groups it has met."""
-    members: Dict[int, List[str]] = field(default_factory=dict)  # group -> members in expansion order
-    best_rank: Dict[int, int] = field(default_factory=dict)  # group -> best first-stage rank of a member
-    first_open: Dict[int, int] = field(default_factory=dict)  # group -> position of its first unobserved member
-
-
 class GAREN(WindowSearch):
     """Group-Aware Adaptive Retrieval for Evidence Navigation (GAREN).
 
@@ -477,11 +482,11 @@ class GAREN(WindowSearch):
 
     def transform(self, inp):
         """Run GAREN for every query of ``inp`` (a first-stage result frame); see the class docstring."""
-        self._neighbour_groups: Dict[str, Tuple[int, ...]] = {}  # N_k(d)'s groups, shared by the queries of a call
+        self._view = GroupView(self.groups)  # what the queries of this call ask of the groups, memoised
         try:
             return super().transform(inp)
         finally:
-            self._neighbour_groups = {}
+            self._view = None
 
     def _search(self, state: GARENState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)
@@ -501,61 +506,37 @@ class GAREN(WindowSearch):
 
     def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
-        groups = self.groups
-        members, best_rank, rank0, observed = state.members, state.best_rank, state.rank0, state.observed
-        if not best_rank and state.r0:
-            if hasattr(groups, 'groups_of'):  # one vectorised look-up: the first (best) rank of each group in R_0
-                gids, first = np.unique(np.asarray(groups.groups_of(state.r0)), return_index=True)
-                best_rank.update(zip(gids.tolist(), first.tolist()))
-            else:
-                for docno in state.r0:
-                    best_rank.setdefault(groups.group_of(docno), rank0[docno])
+        view = self._view
+        state.start(view)
+        view.prime(window)
+        state.count_observed(view)  # nothing is observed during an expansion step: is_open is a look-up
+        best_rank, opened, sizes = state.best_rank, state.observed_in, view.sizes
 
-        def ordered(gid):  # members: first-stage rank order, then members absent from R_0 in stored order
-            found = members.get(gid)
-            if found is None:
-                docs = list(map(str, groups.group_members(gid)))
-                found = members[gid] = sorted((d for d in docs if d in rank0), key=rank0.__getitem__) + \
-                    [d for d in docs if d not in rank0]
-            return found
-
-        def pool(gid):  # unobserved members, in that order
-            return [d for d in ordered(gid)[first_open.get(gid, 0):] if d not in observed]
-
-        first_open = state.first_open
-
-        def is_open(gid):  # the group still holds an unobserved member; observation only grows, so the position
-            found = ordered(gid)  # of the first unobserved member only moves forward
-            i = first_open.get(gid, 0)
-            while i < len(found) and found[i] in observed:
-                i += 1
-            first_open[gid] = i
-            return i < len(found)
-
-        votes = vote_groups(window, state.neighbours, groups.group_of, cache=self._neighbour_groups)
-        chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank,
-                               is_open=is_open,
-                               fill=(groups.group_of(d) for d in state.unobserved_r0()))
+        def is_open(gid):
+            return opened.get(gid, 0) < sizes[gid]
+        votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
+        chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank, is_open=is_open,
+                               fill=state.fill_groups())
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
-                                                    'text': [groups.summary(g) or '' for g in chosen],
+                                                    'text': [view.summary(g) for g in chosen],
                                                     'vote': [votes.get(g, 0) for g in chosen]})
         # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
         top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
-        evidence = group_evidence(top, groups.group_of, self.p) if self.evidence_weight else {}
+        evidence = group_evidence(top, view.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__
         if self.feedback:
             value = self._with_feedback(state, value)
-        eligible = sorted((g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and is_open(g)),
-                          key=lambda g: (-value(g), -votes.get(g, 0), best_rank.get(g, math.inf), g))
+        eligible = by_value([g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
+                             opened.get(g, 0) < sizes[g]], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
-            explore = not exploit_now(top, groups.group_of, eligible, self.switch_members)
+            explore = not exploit_now(top, view.group_of, eligible, self.switch_members)
         else:
             explore = self._explores(t)
         if self.member_order == 'evidence':
-            pools = [by_links(pool(g), top, state.neighbours) for g in eligible]
+            pools = [by_links(state.pool(view, g), top, state.neighbours) for g in eligible]
         else:
-            pools = _LazyPools(eligible, pool)
+            pools = _LazyPools(eligible, partial(state.pool, view))
         picked = take(pools, n, round_robin=explore)
         if self.interleave:
             taken = set(picked)
@@ -568,7 +549,7 @@ class GAREN(WindowSearch):
         from_groups = set(picked)
         event = {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
                  'scored': scored, 'eligible': eligible,
-                 'chosen_groups': list(dict.fromkeys(groups.group_of(d) for d in picked)),
+                 'chosen_groups': list(dict.fromkeys(map(view.group_of, picked))),
                  'backfill': [d for d in expansion if d not in from_groups]}
         if evidence:
             event['evidence'] = evidence

@@ -283,12 +283,14 @@ class GroupCorpusGraph(CorpusGraph):
 
     def doc_ids(self, docnos: Sequence[str]) -> np.ndarray:
         """Internal ids of several docnos (-1 for those not in the graph); one lookup call for all new ones."""
-        docnos = [str(d) for d in docnos]
+        docnos = list(map(str, docnos))
         cache = self._id_cache
-        new = [d for d in dict.fromkeys(docnos) if d not in cache]
-        if new:
+        ids = list(map(cache.get, docnos))
+        if None in ids:
+            new = [d for d in dict.fromkeys(docnos) if d not in cache]
             cache.update(zip(new, self._docno_index.ids_of(new)))
-        return np.fromiter((cache[d] for d in docnos), dtype=np.int64, count=len(docnos))
+            ids = list(map(cache.__getitem__, docnos))
+        return np.array(ids, dtype=np.int64)
 
     def neighbours(self, docid: Union[int, str], weights: bool = False):
         """The k nearest neighbours of a document (pyterrier-adaptive's interface).

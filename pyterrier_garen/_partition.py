@@ -18,9 +18,11 @@ Backend = Literal['igraph', 'leidenalg']
 #: igraph Leiden iterations per run (``n_iterations``; negative = until stable)
 ITERATIONS = -1
 #: Whole-graph Leiden stops once PATIENCE iterations in a row (after the first) each raised modularity by less than
-#: TOLERANCE
-#: (0: igraph's "until an iteration improves nothing"); chosen by measurement, see docs/scale.md
+#: TOLERANCE (0: igraph's "until an iteration improves nothing"); on graphs of at least LARGE_GRAPH nodes, where an
+#: iteration's gain is a sum over many nodes and does not jump back up, LARGE_PATIENCE such iterations suffice.
+#: Chosen by measurement, see docs/scale.md.
 TOLERANCE, PATIENCE = 1e-4, 2
+LARGE_GRAPH, LARGE_PATIENCE = 100_000, 1
 
 
 @dataclass
@@ -61,23 +63,30 @@ def symmetrise(edges: np.ndarray, weights: np.ndarray, num_nodes: int) -> Tuple[
         ``(pairs, w)``: an ``(m, 2)`` array with ``pairs[:, 0] < pairs[:, 1]``, sorted, and the weights.
     """
     edges = np.asarray(edges, dtype=np.int64)
-    weights = np.asarray(weights, dtype=np.float64)
+    weights = np.asarray(weights)
+    if weights.dtype not in (np.float32, np.float64):  # the maximum is taken in the given precision, then widened
+        weights = weights.astype(np.float64)
     if edges.shape != weights.shape or edges.ndim != 2 or edges.shape[0] != num_nodes:
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both be (num_nodes={num_nodes}, k)')
-    src = np.repeat(np.arange(num_nodes, dtype=np.int64), edges.shape[1])
-    dst = edges.reshape(-1)
-    w = weights.reshape(-1)
-    if len(dst) and (dst.max() >= num_nodes or dst.min() < 0):
-        raise ValueError(f'edge targets must lie in [0, {num_nodes}); found {dst.min()}..{dst.max()}')
-    keep = (src != dst) & (w > 0) & np.isfinite(w)
-    src, dst, w = src[keep], dst[keep], w[keep]
-    key = np.minimum(src, dst) * num_nodes + np.maximum(src, dst)
-    order = np.argsort(key)
-    key, w = key[order], w[order]
+    if edges.size and (edges.max() >= num_nodes or edges.min() < 0):
+        raise ValueError(f'edge targets must lie in [0, {num_nodes}); found {edges.min()}..{edges.max()}')
+    rows = np.arange(num_nodes, dtype=np.int64)[:, None]
+    keep = (edges != rows) & (weights > 0) & np.isfinite(weights)
+    src = np.broadcast_to(rows, edges.shape)[keep]
+    dst, w = edges[keep], weights[keep]
+    lo, hi = np.minimum(src, dst), np.maximum(src, dst)
+    del src, dst, keep
+    key = lo * num_nodes
+    key += hi
+    order = np.argsort(key)  # edges found in both directions become neighbours; their order does not matter
+    key = key[order]
     starts = np.flatnonzero(np.concatenate([[True], key[1:] != key[:-1]])) if len(key) else np.zeros(0, np.int64)
-    w = np.maximum.reduceat(w, starts) if len(key) else w
-    key = key[starts]
-    return np.stack([key // num_nodes, key % num_nodes], axis=1), w
+    del key
+    w = np.maximum.reduceat(w[order], starts).astype(np.float64) if len(starts) else np.zeros(0)
+    first = order[starts]
+    pairs = np.empty((len(starts), 2), dtype=np.int64)
+    pairs[:, 0], pairs[:, 1] = lo[first], hi[first]
+    return pairs, w
 
 
 def _graph(num_nodes: int, pairs: np.ndarray, w: np.ndarray, *, backend: Backend = 'igraph'):
@@ -87,8 +96,9 @@ def _graph(num_nodes: int, pairs: np.ndarray, w: np.ndarray, *, backend: Backend
     backend passes the list straight to Leiden and skips the attribute (one 10M-item conversion less at 1M docs).
     """
     import igraph
-    # a list of tuples is the fastest input igraph takes (an ndarray or a list of lists costs about twice as much)
-    graph = igraph.Graph(n=num_nodes, edges=list(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist())), directed=False)
+    # pairs of Python ints are the fastest input igraph takes (an ndarray or a list of lists costs about twice as
+    # much); a zip iterator, not a list, so that no list of 10M tuples is held at once (zip reuses its tuple)
+    graph = igraph.Graph(n=num_nodes, edges=zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()), directed=False)
     weights = w.tolist()
     if backend != 'igraph':
         graph.es['weight'] = weights
@@ -159,40 +169,41 @@ def _leiden_until_settled(graph, *, resolution: float, randomness: float, seed: 
     return np.asarray(membership, dtype=np.int64), float(quality)
 
 
-def _split_groups(nodes: np.ndarray, group: np.ndarray, pairs: np.ndarray, w: np.ndarray, *, resolution: float,
+def _split_groups(group: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray, *, resolution: float,
                   randomness: float, seed: int, backend: Backend, iterations: int = -1) -> np.ndarray:
     """Leiden (modularity) on the induced subgraph of each of several groups, one run per group.
 
-    Every subgraph is cut out of the edge list with sorting and slicing only (no per-group array over the whole
+    Every subgraph is cut out of the edge list with one stable sort and slicing (no per-group array over the whole
     graph, no per-node Python loop), so one recursion level costs O(m log m) plus one small Leiden run per group.
     Local node ids follow node id order and each run is seeded with ``seed``, as when the groups are split one by
     one.
 
     Args:
-        nodes: sorted ids of the nodes of all groups.
-        group: group of each of ``nodes`` (``0..G-1``).
-        pairs: edges inside the groups (global node ids, ``pairs[:, 0] < pairs[:, 1]``), ``w`` their weights.
+        group: group (``0..G-1``) of each node of all groups, the nodes in increasing id order.
+        u, v: the edges inside the groups, as positions in that node order, sorted by ``(u, v)`` with ``u < v``;
+            ``w`` their weights.
 
     Returns:
         The part of every node inside its group (``0..parts-1`` per group).
     """
-    num_groups = int(group.max()) + 1 if len(nodes) else 0
+    num_groups = int(group.max()) + 1 if len(group) else 0
     by_group = np.argsort(group, kind='stable')  # nodes of group 0 in id order, then group 1, ...
     node_starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=num_groups))])
-    local = np.empty(len(nodes), dtype=np.int64)
-    local[by_group] = np.arange(len(nodes)) - node_starts[group[by_group]]
-    u, v = np.searchsorted(nodes, pairs[:, 0]), np.searchsorted(nodes, pairs[:, 1])
+    local = np.empty(len(group), dtype=np.int64)
+    local[by_group] = np.arange(len(group)) - node_starts[group[by_group]]
     edge_group = group[u]
-    order = np.lexsort((local[v], local[u], edge_group))
-    sub_pairs = np.stack([local[u], local[v]], axis=1)[order]
-    sub_w = w[order]
+    # local ids grow with node ids inside a group, so a stable sort by group keeps every group's edges sorted by
+    # (local u, local v): the order of a three-key lexsort, at a fraction of its cost
+    order = np.argsort(edge_group, kind='stable')
+    sub_u, sub_v, sub_w = local[u[order]], local[v[order]], w[order]
+    del order
     edge_starts = np.concatenate([[0], np.cumsum(np.bincount(edge_group, minlength=num_groups))])
-    parts = np.empty(len(nodes), dtype=np.int64)
+    parts = np.empty(len(group), dtype=np.int64)
     if backend != 'igraph':
         for g in range(num_groups):
             size = int(node_starts[g + 1] - node_starts[g])
             es, ee = edge_starts[g], edge_starts[g + 1]
-            graph = _graph(size, sub_pairs[es:ee], sub_w[es:ee], backend=backend)
+            graph = _graph(size, np.stack([sub_u[es:ee], sub_v[es:ee]], axis=1), sub_w[es:ee], backend=backend)
             parts[by_group[node_starts[g]:node_starts[g + 1]]] = _run_leiden(
                 graph, resolution=resolution, randomness=randomness, seed=seed, backend=backend,
                 iterations=iterations)[0]
@@ -200,14 +211,13 @@ def _split_groups(nodes: np.ndarray, group: np.ndarray, pairs: np.ndarray, w: np
     # igraph: the same runs with the per-call Python work cut to slicing lists converted once (tens of thousands
     # of small runs at 1M documents, where graph construction and wrappers cost more than Leiden itself)
     import igraph
-    edge_list = list(zip(sub_pairs[:, 0].tolist(), sub_pairs[:, 1].tolist()))
-    weight_list = sub_w.tolist()
+    u_list, v_list, weight_list = sub_u.tolist(), sub_v.tolist(), sub_w.tolist()
     node_bounds, edge_bounds = node_starts.tolist(), edge_starts.tolist()
     out: List[int] = []
     try:
         for g in range(num_groups):
             es, ee = edge_bounds[g], edge_bounds[g + 1]
-            graph = igraph.GraphBase(node_bounds[g + 1] - node_bounds[g], edge_list[es:ee], False)
+            graph = igraph.GraphBase(node_bounds[g + 1] - node_bounds[g], zip(u_list[es:ee], v_list[es:ee]), False)
             igraph.set_random_number_generator(random.Random(seed))
             membership, _ = igraph.GraphBase.community_leiden(
                 graph, edge_weights=weight_list[es:ee], node_weights=None, node_in_weights=None,
@@ -222,7 +232,7 @@ def _split_groups(nodes: np.ndarray, group: np.ndarray, pairs: np.ndarray, w: np
 
 def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: int = 20, resolution: float = 1.0,
                      randomness: float = 0.001, seed: int = 42, backend: Backend = 'igraph',
-                     iterations: int = ITERATIONS, tolerance: float = TOLERANCE,
+                     iterations: int = ITERATIONS, tolerance: float = TOLERANCE, patience: Optional[int] = None,
                      verbose: bool = False) -> Partition:
     """Partition a k-NN corpus graph into groups of at most ``max_group_size`` documents where possible.
 
@@ -246,9 +256,11 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
         backend: ``'igraph'`` (``community_leiden``, fast) or ``'leidenalg'`` (the reference implementation).
         iterations: igraph's ``n_iterations`` for every Leiden run (negative: until an iteration improves
             nothing); leidenalg always runs until nothing improves.
-        tolerance: with ``iterations < 0``, the whole-graph run also stops once two iterations in a row each
-            raised modularity by less than this (0: only when an iteration improves nothing). Re-partitioning runs
-            always go until nothing improves (small graphs: cheap).
+        tolerance: with ``iterations < 0``, the whole-graph run also stops once ``patience`` iterations in a row
+            (after the first) each raised modularity by less than this (0: only when an iteration improves
+            nothing). Re-partitioning runs always go until nothing improves (small graphs: cheap).
+        patience: see ``tolerance``; default ``PATIENCE`` (2), or ``LARGE_PATIENCE`` (1) on graphs of at least
+            ``LARGE_GRAPH`` (100,000) nodes.
         verbose: show a progress bar over re-partitioned groups.
     """
     check_int('max_group_size', max_group_size, low=2)
@@ -257,6 +269,8 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     check_number('tolerance', tolerance, low=0)
     check_int('seed', seed)
     check_int('iterations', iterations)
+    if patience is not None:
+        check_int('patience', patience, low=1)
     if iterations == 0:
         raise ValueError('iterations must be a non-zero integer (negative: until settled), got 0')
     if backend not in ('igraph', 'leidenalg'):
@@ -270,8 +284,10 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     cpu = {'symmetrise': time.process_time() - cpu_started}
     graph = _graph(num_nodes, pairs, w, backend=backend)
     if backend == 'igraph' and iterations < 0:
+        if patience is None:
+            patience = LARGE_PATIENCE if num_nodes >= LARGE_GRAPH else PATIENCE
         labels, modularity = _leiden_until_settled(graph, resolution=resolution, randomness=randomness, seed=seed,
-                                                   tolerance=tolerance)
+                                                   tolerance=tolerance, patience=patience)
     else:
         labels, modularity = _run_leiden(graph, resolution=resolution, randomness=randomness, seed=seed,
                                          backend=backend, iterations=iterations)
@@ -289,6 +305,12 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
     keep = same & (sizes[labels[pairs[:, 0]]] > max_group_size)
     pairs, w = pairs[keep], w[keep]
+    del same, keep
+    # the edges as positions in ``active`` (kept up to date level by level): a gather, not a binary search
+    position = np.empty(num_nodes, dtype=np.int64)
+    position[active] = np.arange(len(active))
+    u, v = position[pairs[:, 0]], position[pairs[:, 1]]
+    del pairs, position
     progress = None
     if verbose:
         import pyterrier as pt
@@ -296,7 +318,7 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
     while len(active):
         _, group = np.unique(labels[active], return_inverse=True)
         group = group.reshape(-1)
-        community = _split_groups(active, group, pairs, w, resolution=resolution, randomness=randomness, seed=seed,
+        community = _split_groups(group, u, v, w, resolution=resolution, randomness=randomness, seed=seed,
                                   backend=backend, iterations=iterations)
         calls += int(group.max()) + 1
         # the parts: (group, community) pairs, numbered after every label used so far
@@ -312,10 +334,9 @@ def leiden_partition(edges: np.ndarray, weights: np.ndarray, *, max_group_size: 
         if progress is not None:
             progress.update(int(group.max()) + 1)
         node_pending = pending[part]
-        local_u = np.searchsorted(active, pairs[:, 0])
-        local_v = np.searchsorted(active, pairs[:, 1])
-        keep = (part[local_u] == part[local_v]) & node_pending[local_u]
-        pairs, w = pairs[keep], w[keep]
+        keep = (part[u] == part[v]) & node_pending[u]
+        renumber = np.cumsum(node_pending) - 1  # positions among the nodes still pending
+        u, v, w = renumber[u[keep]], renumber[v[keep]], w[keep]
         active = active[node_pending]
     if progress is not None:
         progress.close()

@@ -72,10 +72,12 @@ class CrossEncoderScorer(Rebuildable, pt.Transformer):
                 except ImportError as ex:
                     raise ImportError('CrossEncoderScorer needs sentence-transformers: pip install -e ".[cpu]" (in a '
                                       'clone of pyterrier-garen)') from ex
+                from ._encoding import _quiet_loading
                 kwargs = {'device': self.device} if self.device else {}
                 if self.max_length:
                     kwargs['max_length'] = self.max_length
-                self._model = CrossEncoder(self.model, **kwargs)
+                with _quiet_loading():  # no "Loading weights" bar on every load
+                    self._model = CrossEncoder(self.model, **kwargs)
             else:
                 self._model = self.model
         return self._model

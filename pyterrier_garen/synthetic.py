@@ -4,6 +4,10 @@ It is NOT a benchmark: numbers measured on it only show that the pipeline runs e
 "query vocabulary" and a "hidden vocabulary" of related words. Relevant documents of a query are written partly
 in the query's words (BM25 finds them) and partly in the hidden words with only one shared anchor term (BM25
 ranks them low; they are reachable through the corpus graph), mixed with distractor documents of other topics.
+
+Tiny random models to go with it (no download): :func:`tiny_sbert` (a sentence-transformers bi-encoder folder, for
+``pyterrier_dr.SBertBiEncoder``), :func:`tiny_bert` (a transformers folder) and :func:`tiny_cross_encoder` (for
+:class:`~pyterrier_garen.CrossEncoderScorer`).
 """
 from __future__ import annotations
 
@@ -14,9 +18,10 @@ from typing import Union
 import numpy as np
 
 from ._params import check_int, check_number, check_positive
+from ._tiny_encoders import tiny_bert, tiny_cross_encoder, tiny_sbert
 from .datasets import LocalDataset
 
-__all__ = ['make_synthetic', 'planted_knn_graph']
+__all__ = ['make_synthetic', 'planted_knn_graph', 'tiny_bert', 'tiny_sbert', 'tiny_cross_encoder']
 
 # (query words, hidden related words) per topic; plain English so that a sentence encoder can relate them
 _TOPICS = [

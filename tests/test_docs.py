@@ -188,3 +188,172 @@ def test_paths_in_the_docs_exist(path):
         f'{path.name}: the workdir is <collection>-<fingerprint>'
     assert "pip install 'pyterrier-garen[" not in text.replace("once it is, `pip install 'pyterrier-garen[", ''), \
         f'{path.name}: the package is not on PyPI; from a clone it is pip install -e ".[extra]"'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# figures from saved outputs: README blocks render files that bench scripts and compare write (--json)
+
+def _saved_outputs():
+    """``(page, option, path)`` of every ``python docs/regen.py --bench|--compare|--compare-output PATH...`` block."""
+    regen = _regen()
+    found = []
+    for page in regen.PAGES:
+        for _, _, command, _ in regen.blocks(page.read_text()):
+            match = re.fullmatch(r'python docs/regen\.py --(bench|compare|compare-output) (.+)', command)
+            if match:
+                found += [(page.name, match.group(1), p) for p in match.group(2).split()]
+    return found
+
+
+def test_saved_outputs_name_the_command_that_rewrites_them():
+    """Each saved output names the command that wrote it, which writes that very file again (``--json PATH``)."""
+    import json
+    outputs = _saved_outputs()
+    assert {o for _, o, _ in outputs} == {'bench', 'compare', 'compare-output'}
+    assert len(outputs) >= 10
+    options = _command_options()
+    for page, _, path in outputs:
+        record = json.loads((ROOT / path).read_text())
+        assert re.fullmatch(r'\d{4}-\d\d-\d\d', record['date']), (page, path)
+        command = record['command']
+        assert re.search(rf'--json {re.escape(path)}(\s|$)', command), f'{path}: {command!r} writes another file'
+        script = re.match(r'python (bench/\w+\.py|examples/\w+\.py|-m pyterrier_garen compare) ', command)
+        assert script, f'{path}: {command!r} is not a bench script, an example or compare'
+        if script.group(1).endswith('.py'):
+            assert "'--json'" in (ROOT / script.group(1)).read_text(), f'{script.group(1)} has no --json option'
+        else:
+            assert '--json' in options['compare']
+
+
+def test_a_saved_output_renders_as_written(tmp_path, monkeypatch):
+    """bench/_record.py's file, rendered by docs/regen.py --bench: the command, date and load, the caption, the
+    table in each column's format (thousands separators, fixed decimals, a dash for a missing value), the lines."""
+    import sys
+    monkeypatch.syspath_prepend(str(ROOT / 'bench'))
+    sys.modules.pop('_record', None)
+    from _record import save
+    regen = _regen()
+    path = save(tmp_path / 'x.json', caption='two sizes', command='python bench/x.py --json X',
+                columns=[('docs', 'docs', ','), ('CPU s', 'cpu', '.2f'), ('name', 'name', '')],
+                rows=[{'docs': 400000, 'cpu': 36.4, 'name': 'a'}, {'docs': 1000000, 'cpu': None, 'name': 'b'}],
+                lines=['One line.'])
+    record = __import__('json').loads(path.read_text())
+    monkeypatch.setattr(regen, 'ROOT', tmp_path)
+    assert regen.render_bench('x.json') == (
+        f"`python bench/x.py --json X` ({record['date']}; load average {record['load_average']} on "
+        f"{record['cores']} cores; code {record['code']}): two sizes\n\n| docs | CPU s | name |\n|---|---|---|\n"
+        "| 400,000 | 36.40 | a |\n"
+        "| 1,000,000 | — | b |\n\nOne line.")
+
+
+def test_performance_and_results_state_no_figure_of_their_own():
+    """Outside the generated blocks (and code), the README's Performance and Measured results sections quote no
+    measured figure: decimals, percentages, ratios and counts come from the saved outputs."""
+    regen = _regen()
+    text = README.read_text()
+    for title in ('## Performance', '## Measured results'):
+        section = text[text.index(title):]
+        section = section[:section.index('\n## ', 1)]
+        bare = regen.BLOCK.sub('', section)
+        bare = re.sub(r'`[^`]*`', '', re.sub(r'^```.*?^```', '', bare, flags=re.S | re.M))
+        for allowed in ('k1=0.9', 'b=0.4', '1e-4', 'ef 64', '200,000', 'k=16', 'Qwen3-Reranker-4B', '80B'):
+            bare = bare.replace(allowed, '')
+        figures = re.findall(r'\d+\.\d+|\d+(?:,\d{3})+|\d+\s*%|×\s*\d|\bp\s*=\s*\d|\d+ (?:µs|ms|s|GB|CPU-s)\b',
+                             bare)
+        assert not figures, f'{title}: figures outside generated blocks: {figures}'
+
+
+@pytest.mark.parametrize(('what', 'pattern'), [
+    ('a user\'s own encoder', r'garen\.prepare\(dataset, encoder='),
+    ('an interrupted encoding that resumes', r'raise KeyboardInterrupt[\s\S]*except KeyboardInterrupt[\s\S]*prepare\('),
+    ('a cross-encoder inside GAREN', r'CrossEncoderScorer\([\s\S]*\.garen\('),
+    ('sharing without a network', r'build_package\([\s\S]*load_package\([\s\S]*pt\.Artifact\.load\('),
+])
+def test_issue_19_done_when_is_shown_by_a_runnable_snippet(what, pattern):
+    """Issue 19's user stories each have a snippet that ``test_runnable_snippets`` executes."""
+    assert any(re.search(pattern, code) for page in PAGES for code in _blocks(page)), f'no runnable snippet: {what}'
+
+
+def _python_snippets(path):
+    """Every Python code block (runnable or not) and every inline code span of a page that parses as Python."""
+    import ast
+    text = path.read_text()
+    if path.suffix == '.md':
+        pieces = re.findall(r'^```python[^\n]*\n(.*?)^```', text, flags=re.S | re.M) + re.findall(r'`([^`\n]+)`', text)
+    else:
+        pieces = [textwrap.dedent(b) for _, b in re.findall(
+            r'^\.\. code-block:: python\n((?:[ ]+:[\w-]+:.*\n)*)\n((?:[ ]+.*\n|\n)+)', text, flags=re.M)]
+        pieces += re.findall(r'``([^`\n]+)``', text)
+    trees = []
+    for piece in pieces:
+        try:
+            trees.append(ast.parse(piece.replace('...', 'x')))
+        except SyntaxError:
+            continue
+    return trees
+
+
+def _accepts(obj, keywords):
+    import inspect
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    return [k for k in keywords if k not in params]
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_calls_in_the_docs_exist(path):
+    """``garen.NAME(...)`` and ``groups.METHOD(...)`` in the docs' code (blocks and inline): the name exists and
+    takes every keyword shown."""
+    import ast
+
+    import pyterrier_garen
+    owners = {'garen': pyterrier_garen, 'pyterrier_garen': pyterrier_garen,
+              'groups': pyterrier_garen.GroupCorpusGraph, 'prepared.groups': pyterrier_garen.GroupCorpusGraph}
+    problems = []
+    for tree in _python_snippets(path):
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            owner = ast.unparse(node.func.value)
+            if owner not in owners:
+                continue
+            target = getattr(owners[owner], node.func.attr, None)
+            if target is None:
+                problems.append(f'{owner}.{node.func.attr} does not exist')
+                continue
+            wrong = _accepts(target, [k.arg for k in node.keywords if k.arg])
+            problems += [f'{owner}.{node.func.attr}() takes no {k}=' for k in wrong]
+    assert not problems, f'{path.name}: {problems}'
+
+
+@pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
+def test_script_options_in_the_docs_exist(path):
+    """``python bench/x.py --option`` / ``python examples/x.py --option`` in the docs: the script exists and defines
+    every option shown."""
+    for line in path.read_text().splitlines():
+        for script, rest in re.findall(r'python ((?:bench|examples|notebooks|docs)/[\w/]+\.py)([^`|;]*)', line):
+            assert (ROOT / script).is_file(), f'{path.name}: {script} does not exist'
+            source = (ROOT / script).read_text()
+            forwards = re.search(r"main\(\['([\w-]+)', \*sys\.argv\[1:\]\]\)", source)  # a command's alias
+            for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', rest):
+                known = option in _command_options()[forwards.group(1)] if forwards else f"'{option}'" in source
+                assert known, f'{path.name}: {script} has no {option} ({line.strip()!r})'
+
+
+@pytest.mark.slow
+def test_saved_model_call_counts_match_a_fresh_run(vaswani, tmp_path):
+    """The one saved bench output that is deterministic: model calls of bench/model_calls.py (no latency needed)."""
+    import json
+    import subprocess
+    import sys
+    saved = json.loads((ROOT / 'bench/results/model_calls.json').read_text())
+    out = tmp_path / 'calls.json'
+    subprocess.run([sys.executable, 'bench/model_calls.py', '--latency', '0', '--json', str(out)], cwd=ROOT,
+                   check=True, capture_output=True, env={**__import__('os').environ, 'PYTHONPATH': str(ROOT)})
+    fresh = json.loads(out.read_text())
+    assert [r['model calls'] for r in fresh['rows']] == [r['model calls'] for r in saved['rows']]
+    assert fresh['lines'][0].split(', ')[0] == saved['lines'][0].split(', ')[0]  # calls per model, rows per call

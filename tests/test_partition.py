@@ -156,6 +156,43 @@ def test_tolerance_stops_after_patience_small_gains():
     assert a.modularity >= settled.modularity - 0.002
 
 
+def _public_iterations(edges, weights, seed, count):
+    """``count`` public-API Leiden runs of one iteration each, each from the last, on one seeded random stream."""
+    import random
+
+    import igraph
+
+    from pyterrier_garen._partition import _graph
+    pairs, w = symmetrise(edges, weights, len(edges))
+    public = _graph(len(edges), pairs, w, backend='leidenalg')
+    igraph.set_random_number_generator(random.Random(seed))
+    try:
+        membership = None
+        for _ in range(count):
+            membership = public.community_leiden(objective_function='modularity', weights='weight', beta=0.001,
+                                                 n_iterations=1, initial_membership=membership).membership
+    finally:
+        igraph.set_random_number_generator(random)
+    return _canon(np.asarray(membership))
+
+
+def test_large_graphs_stop_after_one_small_gain(monkeypatch):
+    import pyterrier_garen._partition as partition
+    edges, weights = _noisy_graph()  # 2000 nodes; every gain after the first iteration is below a tolerance of 1
+    whole = dict(max_group_size=10**6, seed=42, tolerance=1.)  # no re-partitioning: the whole-graph labels
+    two, three = _public_iterations(edges, weights, 42, 2), _public_iterations(edges, weights, 42, 3)
+    assert not np.array_equal(two, three)
+    assert partition.LARGE_GRAPH > len(edges)  # below the threshold: the first iteration, then two small gains
+    np.testing.assert_array_equal(leiden_partition(edges, weights, **whole).labels, three)
+    monkeypatch.setattr(partition, 'LARGE_GRAPH', len(edges))  # at the threshold: one small gain ends it
+    np.testing.assert_array_equal(leiden_partition(edges, weights, **whole).labels, two)
+    np.testing.assert_array_equal(leiden_partition(edges, weights, patience=2, **whole).labels, three)
+    monkeypatch.setattr(partition, 'LARGE_GRAPH', len(edges) + 1)
+    np.testing.assert_array_equal(leiden_partition(edges, weights, patience=1, **whole).labels, two)
+    with pytest.raises(ValueError, match='patience'):
+        leiden_partition(edges, weights, patience=0)
+
+
 def _reference_partition(edges, weights, max_group_size, seed=42):
     """The recursion written plainly, one group at a time (as before the level-wise rewrite)."""
     from pyterrier_garen._partition import _graph, _run_leiden

@@ -1,0 +1,81 @@
+"""The output file a bench script writes with ``--json PATH``, which ``docs/regen.py --bench PATH`` renders into the
+README's generated blocks.
+
+The file holds the command that wrote it (the script and its arguments, ``--json PATH`` included, so that rerunning
+it rewrites the same file), the date, the load average and core count, a caption, the table (``columns``: header,
+key of ``rows``, Python format spec; ``rows``: the raw values) and further ``lines`` of text the script derived from
+its measurements. Nothing in it is typed by hand.
+"""
+import datetime
+import json
+import os
+import shlex
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def command_line(argv=None) -> str:
+    """``python bench/NAME.py ARGS`` as typed in the repository root (the script's path relative to it)."""
+    argv = list(sys.argv if argv is None else argv)
+    script = Path(argv[0]).resolve()
+    try:
+        script = script.relative_to(ROOT)
+    except ValueError:
+        pass
+    return ' '.join(['python', shlex.quote(str(script)), *map(shlex.quote, argv[1:])])
+
+
+def save(path, *, caption: str, columns, rows, lines=(), command: str = None, transcribed: str = None,
+         date: str = None) -> Path:
+    """Write the output file (atomically: a temporary file moved into place).
+
+    Args:
+        path: the file (e.g. ``bench/results/control_loop.json``).
+        caption: what was measured (collection, sizes, settings), one sentence.
+        columns: ``[(header, key, format_spec), ...]``: the table's columns, in order (``''`` spec: ``str``).
+        rows: dicts with (at least) the ``key`` of every column.
+        lines: sentences printed under the table.
+        command: the command line (default: this process's).
+        date: the day of the run (default: today, UTC); with ``transcribed``, the earlier run's.
+        transcribed: only for figures copied from an earlier run's printed output: where from (shown beside them).
+    """
+    path = Path(path)
+    record = {
+        'command': command or command_line(),
+        'date': date or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
+        'load_average': round(os.getloadavg()[0], 1),
+        'cores': os.cpu_count(),
+        'code': _code_version(),
+        'caption': caption,
+        'columns': [list(c) for c in columns],
+        'rows': [{k: _plain(v) for k, v in row.items()} for row in rows],
+        'lines': list(lines),
+    }
+    if transcribed:
+        record['transcribed'] = transcribed
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + '.tmp')
+    tmp.write_text(json.dumps(record, indent=1) + '\n')
+    tmp.replace(path)
+    print(f'wrote {path}')
+    return path
+
+
+def _plain(value):
+    """numpy scalars as Python numbers (JSON has no numpy)."""
+    return value.item() if hasattr(value, 'item') else value
+
+
+def _code_version() -> str:
+    """The package's git commit (``+changes`` when its files differ from it), as ``compare --json`` records it."""
+    import subprocess
+    try:
+        head = subprocess.run(['git', '-C', str(ROOT), 'rev-parse', '--short=8', 'HEAD'], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(['git', '-C', str(ROOT), 'status', '--porcelain', '--untracked-files=no', '--',
+                                'pyterrier_garen'], capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return 'unknown'
+    return head + ('+changes' if dirty else '')
