@@ -3,6 +3,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 
 def run(*args):
     proc = subprocess.run([sys.executable, '-m', 'pyterrier_garen', *map(str, args)], capture_output=True, text=True,
@@ -11,6 +13,7 @@ def run(*args):
     return proc.stdout
 
 
+@pytest.mark.slow  # five CLI processes on Cranfield (about 20 CPU-s; the default tier's CPU budget)
 def test_cli_graph_groups_summaries_show(cranfield, tmp_path):
     run('build-graph', '--dataset', cranfield.path, '--kind', 'bm25', '--out', tmp_path / 'graph')
     stats = json.loads(run('build-groups', '--graph', tmp_path / 'graph', '--out', tmp_path / 'groups',

@@ -93,6 +93,7 @@ def test_compare_stderr_holds_only_progress_bars(synthetic_run):
     assert seen == set(BARS)  # a fresh run builds every artifact, one bar each
 
 
+@pytest.mark.slow  # two more compare processes (about 20 CPU-s); build_systems' warning is pinned in the default tier
 def test_budget_below_window_warns_and_strict_fails(synthetic_run):
     cache, _, _ = synthetic_run
     proc = _compare(cache, '--systems', 'BM25', 'GAREN', '--budget', 5, '--quiet')

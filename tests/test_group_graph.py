@@ -158,6 +158,7 @@ def test_no_pickle_in_artifact(cran_groups):
             assert b'NUMPY' not in data[:8]
 
 
+@pytest.mark.slow  # 60 queries with MiniLM (about 30 CPU-s; the default tier's CPU budget)
 def test_gar_over_groups_in_experiment(cran_groups, cranfield, cran_pisa, cran_vectors, minilm):
     from pyterrier_adaptive import GAR
 

@@ -68,6 +68,7 @@ def test_vote_navigator_runs_on_real_groups(cran_prepared, cran_first_stage):
     assert out.groupby('qid').size().max() <= 100
 
 
+@pytest.mark.slow  # every system on 60 Cranfield queries (about 15 CPU-s; the default tier's CPU budget)
 def test_all_systems_in_one_experiment(cranfield, cran_prepared):
     table = compare(cranfield, workdir=cran_prepared.workdir, num_queries=60)
     assert list(table.name) == SYSTEMS

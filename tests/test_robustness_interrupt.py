@@ -69,7 +69,8 @@ def _leftovers(folder: Path, name: str):
     return sorted(p.name for p in folder.iterdir() if p.name.startswith(f'.{name}.'))
 
 
-@pytest.mark.parametrize('rebuild', [False, True])
+# rebuild=True (an existing artifact survives the killed rebuild) costs a third CLI process: in the slow tier
+@pytest.mark.parametrize('rebuild', [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_build_groups_killed_then_rerun(collection, tmp_path, rebuild):
     _, graph = collection
     out = tmp_path / 'groups'

@@ -1,0 +1,107 @@
+"""Oracles for ``FirstStageFusion`` (``_fusion.py``) beyond tests/test_fusion.py: how each side is ordered when a
+frame has no ``rank`` column (descending ``score``, else row order), and the rank constant at its default 60."""
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+from pyterrier_garen import FirstStageFusion
+
+
+def frame(docnos, qid='q1', **columns):
+    return pd.DataFrame({'qid': qid, 'query': 'q', 'docno': docnos, **columns})
+
+
+def test_without_rank_both_sides_are_ordered_by_descending_score():
+    # input by score: b (3) c (2) a (1), positions 1-3; R_0 by score: a (9) x (5) c (1), ranks 1-3; k = 1, weight 1:
+    # b 1/2 = .5, c 1/3 + 1/4 = .583, a 1/4 + 1/2 = .75 -> a c b. (Ascending scores would take the input as a c b
+    # and R_0 as c x a: a 1/2 + 1/4, c 1/3 + 1/2, b 1/4 -> c a b.)
+    inp = frame(['a', 'b', 'c'], score=[1., 3., 2.])
+    r0 = frame(['x', 'a', 'c'], score=[5., 9., 1.])
+    out = FirstStageFusion(r0, weight=1, k=1)(inp)
+    assert out.docno.tolist() == ['a', 'c', 'b']
+    assert out['rank'].tolist() == [0, 1, 2]
+    # weight 0: the input's own order (by its score), re-numbered
+    assert FirstStageFusion(r0, weight=0, k=1)(inp).docno.tolist() == ['b', 'c', 'a']
+
+
+def test_a_first_stage_without_rank_or_score_is_taken_in_row_order():
+    # R_0 = c a (row order); input a b c by rank; k = 1, weight 3: a 1/2 + 3/3 = 1.5, b 1/3, c 1/4 + 3/2 = 1.75
+    r0 = frame(['c', 'a'])
+    inp = frame(['a', 'b', 'c'], rank=[0, 1, 2], score=[3., 2., 1.])
+    assert FirstStageFusion(r0, weight=3, k=1)(inp).docno.tolist() == ['c', 'a', 'b']
+    # as a transformer run on the input's queries (one row per qid reaches it)
+    seen = []
+
+    def first(queries):
+        seen.append(queries.qid.tolist())
+        return r0
+    assert FirstStageFusion(pt.apply.generic(first), weight=3, k=1)(inp).docno.tolist() == ['c', 'a', 'b']
+    assert seen == [['q1']]
+
+
+def test_default_rank_constant_is_60():
+    # input a b (positions 1 2), R_0 = b x a: a 1/61 + w/63, b 1/62 + w/61 -> b ahead iff w (1/61 - 1/63) > 1/61 - 1/62,
+    # i.e. w > (1/61 - 1/62) / (1/61 - 1/63) = 63/124 = .508 at k = 60 (at k = 1: (1/2 - 1/3) / (1/2 - 1/4) = .667)
+    inp = frame(['a', 'b'], rank=[0, 1])
+    r0 = frame(['b', 'x', 'a'], rank=[0, 1, 2])
+    assert FirstStageFusion(r0, weight=0.55)(inp).docno.tolist() == ['b', 'a']
+    assert FirstStageFusion(r0, weight=0.45)(inp).docno.tolist() == ['a', 'b']
+    assert FirstStageFusion(r0, weight=0.55, k=1)(inp).docno.tolist() == ['a', 'b']
+
+
+def test_ties_keep_row_order_and_rank_wins_over_score():
+    # 50 documents with three score values and no rank: ties keep row order (a stable sort, on both sides)
+    scores = [float(s) for s in np.random.default_rng(0).integers(0, 3, 50)]
+    docnos = [f'd{i:02d}' for i in range(50)]
+    by_score = [docnos[i] for i in sorted(range(50), key=lambda i: -scores[i])]  # Python's sort is stable
+    assert FirstStageFusion(frame(docnos), weight=0)(frame(docnos, score=scores)).docno.tolist() == by_score
+    # the same ties on the first-stage side: R_0 ranks follow them (input in row order by rank, weight 2, k = 1)
+    r0 = {d: r for r, d in enumerate(by_score, start=1)}
+    inp = frame(docnos, rank=list(range(50)))
+    expected = sorted(docnos, key=lambda d: -(1 / (1 + docnos.index(d) + 1) + 2 / (1 + r0[d])))
+    assert FirstStageFusion(frame(docnos, score=scores), weight=2, k=1)(inp).docno.tolist() == expected
+    # with both columns, rank decides (here it disagrees with score)
+    inp = frame(['a', 'b', 'c'], rank=[0, 1, 2], score=[1., 2., 3.])
+    assert FirstStageFusion(frame(['x']), weight=0)(inp).docno.tolist() == ['a', 'b', 'c']
+    # rank alone is enough
+    assert FirstStageFusion(frame(['c']), weight=1, k=1)(frame(['a', 'b', 'c'], rank=[0, 1, 2])).docno.tolist() == [
+        'c', 'a', 'b']
+
+
+def test_output_frame_shape_and_queries_outside_the_first_stage():
+    # two queries, q2 first in the input; q2 is not in the first stage (no second term: input order)
+    inp = pd.concat([frame(['b', 'a'], qid='q2', rank=[0, 1], score=[5., 4.], extra=[1, 2]),
+                     frame(['a', 'b'], rank=[0, 1], score=[5., 4.], extra=[3, 4])], ignore_index=True)
+    out = FirstStageFusion(frame(['b', 'a'], rank=[0, 1]), weight=2, k=1)(inp)
+    assert out.qid.tolist() == ['q2', 'q2', 'q1', 'q1']  # queries in input order
+    assert out.docno.tolist() == ['b', 'a', 'b', 'a']
+    assert list(out.columns) == list(inp.columns)  # no index column added
+    assert out.index.tolist() == [0, 1, 2, 3]
+    assert out.score.dtype == np.float64
+    assert out.score.tolist() == [2., 1., 2., 1.]
+
+
+def test_default_weight_and_what_the_first_stage_transformer_gets():
+    # the default weight is 0.1: below the boundary .508 of test_default_rank_constant_is_60, so a stays first
+    inp = frame(['a', 'b'], rank=[0, 1])
+    assert FirstStageFusion(frame(['b', 'x', 'a'], rank=[0, 1, 2]))(inp).docno.tolist() == ['a', 'b']
+    columns = []
+
+    def first(queries):
+        columns.append(list(queries.columns))
+        return frame(['b', 'x', 'a'], rank=[0, 1, 2])
+    FirstStageFusion(pt.apply.generic(first))(inp)
+    assert columns == [['qid', 'query']]
+
+
+def test_input_without_docno_is_refused_naming_the_stage():
+    with pytest.raises(Exception, match=r'(?s)FirstStageFusion.*docno'):
+        FirstStageFusion(frame(['a']))(pd.DataFrame({'qid': ['q1'], 'rank': [0]}))
+
+
+def test_the_first_stage_is_ordered_by_rank_over_score_and_rows():
+    # R_0 rows: a (rank 1, score 9), b (rank 0, score 1): by rank b a (by score or by rows it would be a b).
+    # Input a b, weight 3, k = 1: a 1/2 + 3/3 = 1.5, b 1/3 + 3/2 = 1.83 -> b a (with R_0 = a b: a 2.0, b 1.33)
+    r0 = frame(['a', 'b'], rank=[1, 0], score=[9., 1.])
+    assert FirstStageFusion(r0, weight=3, k=1)(frame(['a', 'b'], rank=[0, 1])).docno.tolist() == ['b', 'a']
