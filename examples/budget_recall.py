@@ -123,10 +123,7 @@ def main(argv=None):
     dataset = load_dataset(args.dataset)
     prepared = garen.prepare(dataset, args.workdir)
     qrels = garen.evaluation_qrels(dataset)
-    topics = dataset.get_topics()
-    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
-    if args.queries:
-        topics = topics.head(args.queries)
+    topics = analysis.judged_topics(dataset, qrels, args.queries)
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     rank0 = {(str(q), str(d)): r + 1 for q, d, r in zip(first.qid, first.docno, first.groupby('qid').cumcount())}

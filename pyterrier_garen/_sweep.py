@@ -70,6 +70,14 @@ def _evaluate(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str]) -> pd
                                                 for name, measure in measures.items()}})
 
 
+
+def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = None) -> pd.DataFrame:
+    """The topics of ``dataset`` with at least one relevant label (``label > 0``) in ``qrels``, in the dataset's
+    order; the first ``num_queries`` of them when given: the queries every sweep and diagnostic script evaluates."""
+    topics = dataset.get_topics()
+    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
+    return topics.head(num_queries) if num_queries else topics
+
 def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
                    partition_seeds: Sequence[int] = (42, 43), minilm: bool = True,
                    systems: Optional[Sequence[str]] = None, budget: int = 100, num_queries: Optional[int] = None,
@@ -125,10 +133,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     dataset = prepared.dataset
     stored = dataset.get_qrels()
     qrels = evaluation_qrels(dataset) if qrels is None else qrels
-    topics = dataset.get_topics()
-    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
-    if num_queries:
-        topics = topics.head(num_queries)
+    topics = judged_topics(dataset, qrels, num_queries)
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     source = pt.Transformer.from_df(first)

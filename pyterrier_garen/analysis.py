@@ -23,7 +23,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
-from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, partition_groups, plot_strength_sweep, strength_sweep,
+from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, judged_topics, partition_groups, plot_strength_sweep, strength_sweep,
                      sweep_plot_file, sweep_summary, sweep_tests)
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise', 'doc_hops', 'group_hops',
@@ -31,7 +31,8 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'GOLD_STAGES', 'navigator_quality',
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
-           'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS']
+           'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics', 'SWEEP_SYSTEMS',
+           'SWEEP_COLUMNS']
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:

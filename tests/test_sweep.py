@@ -131,3 +131,21 @@ def test_garen_plus_is_the_frozen_configuration(small):
         assert getattr(last, name) == value
     assert repr(last) != repr(GAREN(reranker, prepared.groups, VoteNavigator()))
     assert 'GAREN+' in analysis.SWEEP_SYSTEMS
+
+
+def test_judged_topics_keeps_queries_with_a_relevant_label_in_dataset_order():
+    import pandas as pd
+
+    from pyterrier_garen.analysis import judged_topics
+
+    class Topics:
+        def get_topics(self):
+            return pd.DataFrame({'qid': ['3', '1', '2', '4'], 'query': ['c', 'a', 'b', 'd']})
+
+    # q1: only a non-relevant label; q4: no label; q2 and q3 relevant (grades 1 and 2); -100 is not relevant
+    qrels = pd.DataFrame({'qid': ['1', '2', '3', '3', '4'], 'docno': ['x', 'y', 'z', 'w', 'v'],
+                          'label': [0, 1, 2, -100, -100]})
+    qrels = qrels[qrels.qid != '4'].reset_index(drop=True)
+    assert judged_topics(Topics(), qrels).qid.tolist() == ['3', '2']
+    assert judged_topics(Topics(), qrels, 1).qid.tolist() == ['3']
+    assert judged_topics(Topics(), qrels, None).qid.tolist() == ['3', '2']
