@@ -277,16 +277,25 @@ def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str]
     return sorted(pool, key=lambda d: -links.get(d, 0))
 
 
-def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K) -> List[str]:
-    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0``.
+def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K, *,
+                     tail_weight: Optional[float] = None, head: int = PROPAGATION_DEPTH) -> List[str]:
+    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0`` (0-based ranks in ``rank0``).
 
     ``score(d) = 1 / (k + i) + weight / (k + r)`` with ``i`` the 1-based position in ``order`` and ``r`` the 1-based
-    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``.
+    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``. With ``tail_weight``
+    (depth-aware fusion) the first ``head`` documents of that fused order stay as they are and the others are sorted
+    by the same score with ``tail_weight`` in place of ``weight`` (positions ``i`` still those of ``order``).
     """
-    def score(i, docno):
-        r = rank0.get(docno)
-        return 1 / (k + i) + (weight / (k + r + 1) if r is not None else 0.)
-    return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in enumerate(order, start=1))]
+    def fused(docnos, w):
+        def score(i, docno):
+            r = rank0.get(docno)
+            return 1 / (k + i) + (w / (k + r + 1) if r is not None else 0.)
+        return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in docnos)]
+    out = fused(enumerate(order, start=1), weight)
+    if tail_weight is None or head >= len(out):
+        return out
+    placed = set(out[:head])
+    return out[:head] + fused([(i, d) for i, d in enumerate(order, start=1) if d not in placed], tail_weight)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
