@@ -18,7 +18,8 @@ that same set and evaluates it again:
 * ``score+fsW``: that score order fused with the first-stage rank, ``1/(60+i) + W/(60+r)`` (FirstStageFusion's
   formula; no second term for a document outside the first-stage top 1000), one row per --weights W;
 * ``fsF+tailT``: the search's own (unfused) order through ``FirstStageFusion(first, F, tail_weight=T, head=10)``
-  (F = --fusion), exactly what ``--tail-fusion T`` of compare/strength_sweep.py returns, one row per --tail-weights T
+  (F = --fusion, or each of --head-weights; F = 0: the system's own top 10 untouched), exactly what
+  ``--tail-fusion T`` of compare/strength_sweep.py returns, one row per F and --tail-weights T
   (computed from the same search, so the tail weights are compared on identical observed sets);
 * ``head10``: the returned top 10 (what nDCG@10 sees), then the other documents by the reranker's score;
 * ``first_stage``: by first-stage rank (documents outside it after, in the returned order);
@@ -134,6 +135,8 @@ def main(argv=None):
                         help='first-stage weights of the score+fs re-orderings')
     parser.add_argument('--tail-weights', type=float, nargs='*', default=[],
                         help='tail weights T of the fsF+tailT orders (depth-aware fusion below the top 10)')
+    parser.add_argument('--head-weights', type=float, nargs='*',
+                        help='head weights F of the fsF+tailT orders (default: --fusion)')
     parser.add_argument('--partition-seed', type=int, help="Leiden seed of GAREN's groups (default: the prepared one)")
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
     args = parser.parse_args(argv)
@@ -179,7 +182,8 @@ def main(argv=None):
                 run = fusion(raw) if fusion is not None else raw
                 seconds = round(time.time() - start, 1)
                 run = run.sort_values(['qid', 'rank'], kind='stable')
-                tails = {f'fs{args.fusion:g}+tail{t:g}': garen.FirstStageFusion(first, args.fusion, tail_weight=t)(raw)
+                tails = {f'fs{f:g}+tail{t:g}': garen.FirstStageFusion(first, f, tail_weight=t)(raw)
+                         for f in (args.head_weights if args.head_weights is not None else [args.fusion])
                          for t in args.tail_weights}
                 scored = reranker(run[['qid', 'query', 'docno']].drop_duplicates(['qid', 'docno']))
                 scores = {(str(q), str(d)): float(s) for q, d, s in zip(scored.qid, scored.docno, scored.score)}
