@@ -70,6 +70,12 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
                                           **COMMON)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
     assert 'fusion 0.1 for every system' in capsys.readouterr().out
+    load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
+                         '--out', str(out)])
+    expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,
+                                          tail_fusion=2.0, fusion_head=3, **COMMON)
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
+    assert 'tail fusion 2 below the top 3' in capsys.readouterr().out
     load_example().main([*args, '--budget', '30', '--out', str(out)])
     assert pd.read_csv(out).budget.tolist() == [30, 30]
     # 160 documents: a budget of 160 warns, and --strict makes it an error
