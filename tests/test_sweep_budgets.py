@@ -162,3 +162,19 @@ def test_tail_fusion_is_one_stage_for_every_system_and_equals_the_stage_on_the_p
     assert table['nDCG@10'].iloc[0] != pytest.approx(whole['nDCG@10'].iloc[0])
     head10, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, tail_fusion=2.0, **COMMON)
     assert head10['nDCG@10'].iloc[0] == pytest.approx(whole['nDCG@10'].iloc[0])  # the top 10 is the same
+
+
+def test_compare_cli_passes_the_depth_aware_fusion(monkeypatch, capsys):
+    import pyterrier_garen._compare as compare_module
+    from pyterrier_garen.__main__ import main
+    seen = {}
+
+    def recorded(dataset=None, **kwargs):
+        seen.update(kwargs)
+        return pd.DataFrame({'name': ['GAREN'], 'nDCG@10': [0.5], 'R@100': [0.7]})
+    monkeypatch.setattr(compare_module, 'compare', recorded)
+    main(['compare', '--fusion', '0.1', '--tail-fusion', '1', '--observed-fusion', '2', '--fusion-head', '5',
+          '--quiet'])
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.1, 1.0, 2.0, 5)
+    main(['compare', '--quiet'])
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.0, None, 0.0, 10)
