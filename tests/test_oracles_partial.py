@@ -170,3 +170,27 @@ def test_temporaries_of_the_artifacts_own_files_are_removed_and_others_kept(tmp_
     remove_leftovers(folder)
     left = sorted(p.name for p in folder.iterdir())
     assert left == sorted(['pt_meta.json', PARTIAL, f'.{PARTIAL}.dir_0001.tmp'] + theirs)
+
+
+def test_a_one_byte_torn_tail_is_cut_too(tmp_path):
+    path = tmp_path / PARTIAL
+    path.write_bytes(_line(OK) + b'{')
+    assert _read(path) == ({0: OK}, [])
+    assert path.read_bytes() == _line(OK)
+    path.write_bytes(b'{')
+    assert _read(path) == ({}, [])
+    assert path.read_bytes() == b''
+
+
+def test_a_refused_read_names_the_artifact_folder(tmp_path, monkeypatch):
+    import errno
+    import os
+
+    from pyterrier_garen._atomic import ResourceError
+    folder = _artifact(tmp_path, partial_run={'summarizer': 'extractive'})
+
+    def refused(path):
+        raise PermissionError(errno.EACCES, 'Permission denied', str(path))
+    monkeypatch.setattr(os, 'scandir', refused)
+    with pytest.raises(ResourceError, match=f'cannot write {folder}: permission denied'):
+        remove_leftovers(folder)
