@@ -39,7 +39,9 @@ def test_complete_lines_are_kept_in_file_order_and_the_file_is_not_rewritten(tmp
     data = _line({**OK, 'group': 2}) + b'\n' + _line(OK)  # a blank line is neither a record nor a bad line
     path.write_bytes(data)
     done, caught = _read(path)
-    assert list(done) == [2, 0] and done[0] == OK and done[2] == {**OK, 'group': 2}
+    assert list(done) == [2, 0]
+    assert done[0] == OK
+    assert done[2] == {**OK, 'group': 2}
     assert caught == []
     assert path.read_bytes() == data
 
@@ -48,7 +50,8 @@ def test_torn_last_line_is_dropped_silently_and_cut_from_the_file(tmp_path):
     path = tmp_path / PARTIAL
     path.write_bytes(_line(OK) + b'{"group": 1, "conc')
     done, caught = _read(path)
-    assert done == {0: OK} and caught == []
+    assert done == {0: OK}
+    assert caught == []
     assert path.read_bytes() == _line(OK)
 
 
@@ -87,7 +90,7 @@ def test_exactly_five_bad_lines_have_no_dots(tmp_path):
                       'the unreadable lines are summarised again']
 
 
-@pytest.mark.parametrize('records, kept', [
+@pytest.mark.parametrize(('records', 'kept'), [
     ([OK, {**OK, 'summary': 'later'}], OK),                        # first wins
     ([FAILED, OK], OK),                                             # a retry that worked replaces a failed request
     ([FAILED_OLD, OK], OK),                                         # ... also one recognised by its error text
@@ -101,7 +104,8 @@ def test_which_record_of_a_group_wins(tmp_path, records, kept):
     data = b''.join(_line(r) for r in records)
     path.write_bytes(data)
     done, caught = _read(path, num_groups=1)
-    assert done == {0: kept} and caught == []
+    assert done == {0: kept}
+    assert caught == []
     assert path.read_bytes() == data  # nothing dropped: no rewrite
 
 
@@ -132,11 +136,12 @@ def _artifact(tmp_path, summarizer='extractive', partial_run=None, started_text=
 def test_a_finished_runs_partial_files_are_removed(tmp_path):
     folder = _artifact(tmp_path, partial_run={'summarizer': 'extractive', 'groups': 1})
     remove_leftovers(folder)
-    assert not (folder / PARTIAL).exists() and not (folder / PARTIAL_META).exists()
+    assert not (folder / PARTIAL).exists()
+    assert not (folder / PARTIAL_META).exists()
     assert (folder / 'pt_meta.json').exists()
 
 
-@pytest.mark.parametrize('summarizer, run, text', [
+@pytest.mark.parametrize(('summarizer', 'run', 'text'), [
     ('extractive', {'summarizer': 'llm'}, None),       # another summariser's run: it is resumed, not discarded
     (None, {'summarizer': 'extractive'}, None),        # no finished summaries: the partial run is the only work
     ('extractive', None, '{"summarizer": "extr'),      # unreadable run file: nothing is guessed
@@ -157,7 +162,9 @@ def test_a_linked_run_file_is_not_followed_and_nothing_is_removed(tmp_path):
     outside.write_text(json.dumps({'summarizer': 'extractive'}))
     (folder / PARTIAL_META).symlink_to(outside)
     remove_leftovers(folder)
-    assert (folder / PARTIAL).exists() and (folder / PARTIAL_META).is_symlink() and outside.exists()
+    assert (folder / PARTIAL).exists()
+    assert (folder / PARTIAL_META).is_symlink()
+    assert outside.exists()
 
 
 def test_temporaries_of_the_artifacts_own_files_are_removed_and_others_kept(tmp_path):
