@@ -17,6 +17,10 @@ that same set and evaluates it again:
 * ``score``: by the reranker's own score of each document (recomputed: both rerankers are deterministic);
 * ``score+fsW``: that score order fused with the first-stage rank, ``1/(60+i) + W/(60+r)`` (FirstStageFusion's
   formula; no second term for a document outside the first-stage top 1000), one row per --weights W;
+* ``fsF+tailT``: the search's own (unfused) order through ``FirstStageFusion(first, F, tail_weight=T, head=10)``
+  (F = --fusion, or each of --head-weights; F = 0: the system's own top 10 untouched), exactly what
+  ``--tail-fusion T`` of compare/strength_sweep.py returns, one row per F and --tail-weights T
+  (computed from the same search, so the tail weights are compared on identical observed sets);
 * ``head10``: the returned top 10 (what nDCG@10 sees), then the other documents by the reranker's score;
 * ``first_stage``: by first-stage rank (documents outside it after, in the returned order);
 * ``best``: by the relevance labels: no order of this set can do better (an upper bound, not a system).
@@ -24,10 +28,14 @@ that same set and evaluates it again:
 ``R@obs`` is the recall of the whole observed set (R@1000 of the run), the same for every order of a run: whether
 a search found the relevant documents (navigation) or lost them in its order. --oracle-navigator adds each GAREN
 row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels: best member label per group) as
-``<system>@oracle-nav``. Appends one CSV row per (budget, reranker, system, order) as it goes.
+``<system>@oracle-nav``. --partition-seed S runs the groups-based systems on the Leiden partition of seed S
+(analysis.partition_groups; built once in the workdir). Appends one CSV row per (budget, reranker, system, order)
+as it goes.
 """
 import argparse
 import ast
+import functools
+import operator
 import os
 import sys
 import time
@@ -61,6 +69,14 @@ def parse_variant(text):
         except (ValueError, SyntaxError):
             kwargs[key.strip()] = value.strip()
     return name, kwargs
+
+
+def split_fusion(pipeline):
+    """``(system, fusion stage)`` of ``system >> FirstStageFusion(...)`` (``(pipeline, None)`` without one)."""
+    stages = list(getattr(pipeline, '_transformers', None) or [pipeline])
+    if len(stages) > 1 and isinstance(stages[-1], garen.FirstStageFusion):
+        return functools.reduce(operator.rshift, stages[:-1]), stages[-1]
+    return pipeline, None
 
 
 def orders(run, scores, rank0, labels, weights):
@@ -117,6 +133,11 @@ def main(argv=None):
                         help='FirstStageFusion weight appended to every system (default 0.1; 0 = none)')
     parser.add_argument('--weights', type=float, nargs='*', default=[0.1, 0.5, 1.0, 2.0],
                         help='first-stage weights of the score+fs re-orderings')
+    parser.add_argument('--tail-weights', type=float, nargs='*', default=[],
+                        help='tail weights T of the fsF+tailT orders (depth-aware fusion below the top 10)')
+    parser.add_argument('--head-weights', type=float, nargs='*',
+                        help='head weights F of the fsF+tailT orders (default: --fusion)')
+    parser.add_argument('--partition-seed', type=int, help="Leiden seed of GAREN's groups (default: the prepared one)")
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
     args = parser.parse_args(argv)
 
@@ -130,6 +151,9 @@ def main(argv=None):
     labels = {(str(q), str(d)): float(v) for q, d, v in zip(qrels.qid, qrels.docno, qrels.label)}
     source = pt.Transformer.from_df(first)
     encoder = garen.minilm_encoder()
+    if args.partition_seed is not None:
+        import dataclasses
+        prepared = dataclasses.replace(prepared, groups=analysis.partition_groups(prepared, args.partition_seed))
     navigators = {'': garen.CentroidNavigator(prepared.groups, prepared.vectors, encoder)}
     if args.oracle_navigator:
         navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
@@ -153,15 +177,25 @@ def main(argv=None):
                     runs[name + suffix] = pipeline
             for name, pipeline in runs.items():
                 start = time.time()
-                run = pipeline(topics)
+                system, fusion = split_fusion(pipeline)
+                raw = system(topics)
+                run = fusion(raw) if fusion is not None else raw
                 seconds = round(time.time() - start, 1)
                 run = run.sort_values(['qid', 'rank'], kind='stable')
+                tails = {f'fs{f:g}+tail{t:g}': garen.FirstStageFusion(first, f, tail_weight=t)(raw)
+                         for f in (args.head_weights if args.head_weights is not None else [args.fusion])
+                         for t in args.tail_weights}
                 scored = reranker(run[['qid', 'query', 'docno']].drop_duplicates(['qid', 'docno']))
                 scores = {(str(q), str(d)): float(s) for q, d, s in zip(scored.qid, scored.docno, scored.score)}
                 rows = []
-                for order, frame in orders(run.assign(qid=run.qid.astype(str), docno=run.docno.astype(str)),
-                                           scores, rank0, labels, args.weights).items():
+                reordered = orders(run.assign(qid=run.qid.astype(str), docno=run.docno.astype(str)), scores, rank0,
+                                   labels, args.weights)
+                for order, frame in tails.items():
+                    frame = frame.sort_values(['qid', 'rank'], kind='stable')
+                    reordered[order] = frame.assign(qid=frame.qid.astype(str), docno=frame.docno.astype(str))
+                for order, frame in reordered.items():
                     rows.append({'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
+                                 'noise_seed': args.noise_seed, 'partition_seed': args.partition_seed,
                                  'order': order, **evaluate(frame, qrels, qids), 'seconds': seconds})
                 rows = pd.DataFrame(rows)
                 rows.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)

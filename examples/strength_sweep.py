@@ -14,9 +14,10 @@ model. Writes one CSV row per system x reranker x noise seed x partition seed x 
 per system and strength (per budget when there are several), paired t-tests against GAREN (per-query values averaged
 over seeds), and with --plot draws each measure against sigma with the seed spread as a band (one PNG per budget
 when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
-included in place of its own fusion; --final-order sets every window search's final order. Offline artifacts (BM25
-index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused. A budget of at
-least the collection's documents warns (--strict: an error).
+included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top --fusion-head
+documents, T below them; every system alike); --final-order sets every window search's final order. Offline
+artifacts (BM25 index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused.
+A budget of at least the collection's documents warns (--strict: an error).
 """
 import argparse
 import ast
@@ -69,6 +70,11 @@ def main(argv=None):
     parser.add_argument('--fusion', type=float, default=0.0,
                         help="weight W of FirstStageFusion applied to every system's final ranking (0 = none; GAREN+ "
                              'then runs without its own fusion)')
+    parser.add_argument('--tail-fusion', type=float, metavar='T',
+                        help='depth-aware fusion: first-stage weight T below the top --fusion-head documents (the '
+                             'same stage for every system; default: --fusion for the whole list)')
+    parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
+                        help='documents above the tail fusion (default 10)')
     parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                         help="every window search's final_order (default: each search's own default)")
     parser.add_argument('--strict', action='store_true',
@@ -98,13 +104,15 @@ def main(argv=None):
                 prepared, sigmas=args.sigmas, noise_seeds=args.noise_seeds, partition_seeds=args.partition_seeds,
                 minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
                 navigator=args.navigator, variants=dict(map(parse_variant, args.variant)), fusion=args.fusion,
-                final_order=args.final_order, verbose=args.verbose)
+                final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
+                verbose=args.verbose)
         except UserWarning as ex:  # only with --strict
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
     extra = (f', fusion {args.fusion:g} for every system' if args.fusion else '') + \
-        (f', final order {args.final_order}' if args.final_order else '')
+        (f', tail fusion {args.tail_fusion:g} below the top {args.fusion_head}' if args.tail_fusion is not None
+         else '') + (f', final order {args.final_order}' if args.final_order else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
           f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
     with pd.option_context('display.width', 250, 'display.max_columns', 20, 'display.max_colwidth', 30):

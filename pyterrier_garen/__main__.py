@@ -146,7 +146,7 @@ def _cmd_compare(args) -> None:
             table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
                             fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet,
-                            reranker=args.reranker)
+                            reranker=args.reranker, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
@@ -235,6 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--fusion', type=float, default=0.0, metavar='W',
                    help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
                         'GAREN+ then runs without its own fusion); 0 = none')
+    p.add_argument('--tail-fusion', type=float, metavar='W',
+                   help='depth-aware fusion: below the top --fusion-head documents, fuse with the first stage at '
+                        'weight W instead (the same stage for every system); default: --fusion for the whole list')
+    p.add_argument('--fusion-head', type=int, default=10, metavar='H',
+                   help='documents above the tail fusion (default 10, what nDCG@10 sees)')
     p.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                    help="every window search's final_order (default: each search's own default)")
     p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window or at least '

@@ -55,7 +55,8 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
 def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer, *, budget: int = 100,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
                   systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
-                  final_order: Optional[str] = None, verbose: bool = False) -> Dict[str, pt.Transformer]:
+                  final_order: Optional[str] = None, verbose: bool = False, tail_fusion: Optional[float] = None,
+                  fusion_head: int = 10) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -72,6 +73,10 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: one progress bar per system (over queries) while it runs (:func:`compare` shows one bar over
             the systems instead).
+        tail_fusion: depth-aware fusion: that stage's weight below its first ``fusion_head`` documents
+            (``FirstStageFusion(tail_weight=...)``; None = ``fusion`` for the whole list). When set the stage is
+            appended to every system even with ``fusion`` 0 (whose head then keeps the system's own order).
+        fusion_head: documents above the tail (default 10, what nDCG@10 sees).
 
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
@@ -88,13 +93,17 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
     check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
+    check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='first-stage weight below the head, None = off')
+    check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
                                       navigator=navigator, budget=budget, doc_navigator=doc_navigator,
-                                      verbose=verbose, final_order=final_order, fusion=fusion)
+                                      verbose=verbose, final_order=final_order, fusion=fusion,
+                                      tail_fusion=tail_fusion)
     pipelines = {name: _registry.system(name).factory(components) for name in systems}
-    if fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
+    if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
         from . import FirstStageFusion
-        pipelines = {name: pipe >> FirstStageFusion(bm25, fusion) for name, pipe in pipelines.items()}
+        stage = {'tail_weight': tail_fusion, 'head': fusion_head} if tail_fusion is not None else {}
+        pipelines = {name: pipe >> FirstStageFusion(bm25, fusion, **stage) for name, pipe in pipelines.items()}
     return pipelines
 
 
@@ -139,7 +148,8 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
-            verbose: bool = False, reranker: str = 'minilm') -> pd.DataFrame:
+            verbose: bool = False, reranker: str = 'minilm', tail_fusion: Optional[float] = None,
+            fusion_head: int = 10) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -155,6 +165,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
         fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
+        tail_fusion: that fusion's weight below its first ``fusion_head`` documents (:func:`build_systems`).
+        fusion_head: documents above the tail fusion.
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
         reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
@@ -191,7 +203,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     if spec != 'minilm':
         reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
-                              final_order=final_order)
+                              final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
@@ -236,6 +248,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
     }
+    if tail_fusion is not None:
+        table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head)
     return table
 
 
@@ -257,7 +271,9 @@ def format_comparison(table: pd.DataFrame) -> str:
                                                      if run['excluded_removed'] else ''),
                   f"budget:      {run['budget']} documents reranked per query"
                   + (f"; final order {run['final_order']}" if run.get('final_order') else '')
-                  + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else ''),
+                  + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else '')
+                  + (f"; below the top {run['fusion_head']} first-stage fusion {run['tail_fusion']:g}"
+                     if run.get('tail_fusion') is not None else ''),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}",
                   f"navigator:   {run['navigator']}",

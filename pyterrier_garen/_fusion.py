@@ -5,14 +5,14 @@ system this help can give it to all of them (``compare --fusion W``, ``strength_
 """
 from __future__ import annotations
 
-from typing import Dict, List, Union
+from typing import Dict, List, Optional, Union
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._garen import FUSION_K, fuse_first_stage
-from ._params import Rebuildable, check_nonnegative, check_positive
+from ._garen import FUSION_K, PROPAGATION_DEPTH, fuse_first_stage
+from ._params import Rebuildable, check_int, check_nonnegative, check_positive
 
 __all__ = ['FirstStageFusion']
 
@@ -32,9 +32,13 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
 
         ``score(d) = 1 / (k + i) + weight / (k + r)``  (no second term when ``d`` is not in ``R_0``)
 
-    and the documents are sorted by it, ties in input order. Only the input's documents are returned (unlike
-    ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in ``R_0``), so a re-ranker's budget
-    and depth stay as they were. It is the fusion GAREN's ``fusion`` option applies inside the search:
+    and the documents are sorted by it, ties in input order. With ``tail_weight`` (depth-aware fusion, beyond the
+    paper) only the first ``head`` documents of that order are kept as they are; the documents below them are
+    sorted by the same score with ``tail_weight`` in place of ``weight`` (their positions ``i`` still those of the
+    input), so the head that nDCG@10 sees keeps its order while the tail leans on ``R_0`` more. Only the input's
+    documents are returned (unlike ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in
+    ``R_0``), so a re-ranker's budget and depth stay as they were. It is the fusion GAREN's ``fusion`` option
+    applies inside the search:
     ``bm25 >> GAREN(..., fusion=w)`` and ``bm25 >> GAREN(...) >> FirstStageFusion(bm25, w)`` rank alike.
 
     Required input columns: ``['qid', 'docno']`` plus ``rank`` or ``score``. Output: the input rows (every column
@@ -42,21 +46,31 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     query's documents minus the rank, so evaluation tools cannot re-sort ties by docno).
     """
 
-    def __init__(self, first_stage: Union[pt.Transformer, pd.DataFrame], weight: float = 0.1, *, k: int = FUSION_K):
+    def __init__(self, first_stage: Union[pt.Transformer, pd.DataFrame], weight: float = 0.1, *, k: int = FUSION_K,
+                 tail_weight: Optional[float] = None, head: int = PROPAGATION_DEPTH):
         """
         Args:
             first_stage: the first stage, run on the input's queries (``qid, query``), or its result frame.
             weight: weight of the first-stage term (0 leaves the input order as it is).
             k: the rank constant of both terms.
+            tail_weight: weight of the first-stage term below the first ``head`` documents (None: ``weight`` there
+                too, one fusion for the whole list).
+            head: documents ordered with ``weight`` when ``tail_weight`` is given (default 10, what nDCG@10 sees).
 
         Raises:
-            ValueError: for a negative or non-finite ``weight`` or a non-positive ``k``.
+            ValueError: for a negative or non-finite ``weight`` or ``tail_weight``, a non-positive ``k`` or a
+                negative ``head``.
         """
         check_nonnegative(weight=weight)
+        if tail_weight is not None:
+            check_nonnegative(tail_weight=tail_weight)
         check_positive(k=k)
+        check_int('head', head, low=0, note='documents above the tail')
         self.first_stage = first_stage
         self.weight = weight
         self.k = k
+        self.tail_weight = tail_weight
+        self.head = head
 
     def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
         if isinstance(self.first_stage, pd.DataFrame):
@@ -80,7 +94,8 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             docnos = group['docno'].astype(str).tolist()
             rank0 = {d: i for i, d in enumerate(first.get(str(qid), []))}
             position = {d: i for i, d in enumerate(docnos)}
-            fused = fuse_first_stage(docnos, rank0, self.weight, self.k) if self.weight else docnos
+            fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head)
+                     if self.weight or self.tail_weight is not None else docnos)
             group = group.iloc[[position[d] for d in fused]].reset_index(drop=True)
             n = len(group)
             frames.append(group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n)))

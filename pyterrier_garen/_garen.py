@@ -277,16 +277,25 @@ def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str]
     return sorted(pool, key=lambda d: -links.get(d, 0))
 
 
-def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K) -> List[str]:
-    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0``.
+def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K, *,
+                     tail_weight: Optional[float] = None, head: int = PROPAGATION_DEPTH) -> List[str]:
+    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0`` (0-based ranks in ``rank0``).
 
     ``score(d) = 1 / (k + i) + weight / (k + r)`` with ``i`` the 1-based position in ``order`` and ``r`` the 1-based
-    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``.
+    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``. With ``tail_weight``
+    (depth-aware fusion) the first ``head`` documents of that fused order stay as they are and the others are sorted
+    by the same score with ``tail_weight`` in place of ``weight`` (positions ``i`` still those of ``order``).
     """
-    def score(i, docno):
-        r = rank0.get(docno)
-        return 1 / (k + i) + (weight / (k + r + 1) if r is not None else 0.)
-    return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in enumerate(order, start=1))]
+    def fused(docnos, w):
+        def score(i, docno):
+            r = rank0.get(docno)
+            return 1 / (k + i) + (w / (k + r + 1) if r is not None else 0.)
+        return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in docnos)]
+    out = fused(enumerate(order, start=1), weight)
+    if tail_weight is None or head >= len(out):
+        return out
+    placed = set(out[:head])
+    return out[:head] + fused([(i, d) for i, d in enumerate(order, start=1) if d not in placed], tail_weight)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -385,6 +394,7 @@ class GAREN(WindowSearch):
                  interleave: int = 0,
                  switch_members: int = 0,
                  fusion: float = 0.0,
+                 tail_fusion: Optional[float] = None,
                  member_order: str = 'first_stage',
                  final_order: str = 'auto',
                  feedback: float = 0.0,
@@ -416,6 +426,8 @@ class GAREN(WindowSearch):
                 (:func:`exploit_now`); replaces ``tau_switch`` for ``strategy='explore_exploit'``.
             fusion: (beyond the paper; 0 = off) weight of the first-stage order in a reciprocal-rank fusion with the
                 final order (:func:`fuse_first_stage`), after propagation (or none).
+            tail_fusion: (beyond the paper; None = off) depth-aware fusion: below the top 10 of the fused order,
+                ``tail_fusion`` replaces ``fusion`` as the first-stage weight (:func:`fuse_first_stage`).
             member_order: (beyond the paper) order of a group's unobserved members: ``'first_stage'`` (paper) or
                 ``'evidence'``: members more k-NN-linked from the current top ``h`` first (:func:`by_links`), which
                 matters for large or mixed groups.
@@ -453,6 +465,7 @@ class GAREN(WindowSearch):
         self.interleave = interleave
         self.switch_members = switch_members
         self.fusion = fusion
+        self.tail_fusion = tail_fusion
         self.member_order = member_order
         self.final_order = final_order
         self.feedback = feedback
@@ -468,6 +481,7 @@ class GAREN(WindowSearch):
         check_int('switch_members', switch_members, low=0, note='0 = off')
         check_number('evidence_weight', evidence_weight, low=0, note='0 = off')
         check_number('fusion', fusion, low=0, note='0 = off')
+        check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='None = off')
         check_number('feedback', feedback, low=0, note='0 = off')
         resolve_final_order(final_order, reranker)  # checks the value
         check_choice('member_order', member_order, MEMBER_ORDERS)
@@ -502,7 +516,9 @@ class GAREN(WindowSearch):
             else:  # propagation places the top PROPAGATION_DEPTH only: below it each document keeps its own score
                 final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final,
                                   head=PROPAGATION_DEPTH)
-        return fuse_first_stage(final, state.rank0, self.fusion) if self.fusion else final
+        if self.fusion or self.tail_fusion is not None:
+            return fuse_first_stage(final, state.rank0, self.fusion, tail_weight=self.tail_fusion)
+        return final
 
     def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:
         """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""

@@ -58,6 +58,8 @@ class Components:
             :attr:`search_options` to the searches they build.
         fusion: weight of the first-stage fusion ``build_systems`` appends to every system (0 = none); a system
             with its own fusion (GAREN+) drops it then, so every row gets the same help.
+        tail_fusion: that fusion's weight below its head (``FirstStageFusion(tail_weight=...)``; None = ``fusion``
+            for the whole list); when set the stage is appended (and GAREN+ drops its own) even with ``fusion`` 0.
     """
     first_stage: Any
     reranker: Any
@@ -68,6 +70,12 @@ class Components:
     verbose: bool = False
     final_order: Optional[str] = None
     fusion: float = 0.0
+    tail_fusion: Optional[float] = None
+
+    @property
+    def shared_fusion(self) -> bool:
+        """Whether ``build_systems`` appends one first-stage fusion to every system."""
+        return bool(self.fusion) or self.tail_fusion is not None
 
     @property
     def search_options(self) -> Dict[str, Any]:
@@ -272,7 +280,7 @@ register_system(System('GAREN-vote', lambda c: _garen(c, navigator=_public('Vote
 register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN')(
     c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), sweep=False,
     text='document-level navigation (no groups: only the k-NN edges)'))
-register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **({'fusion': 0.0} if c.fusion else {})}),
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **({'fusion': 0.0} if c.shared_fusion else {})}),
                        groups=True,
                        text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
 

@@ -83,8 +83,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    systems: Optional[Sequence[str]] = None, budget: int = 100, num_queries: Optional[int] = None,
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
-                   fusion: float = 0.0, final_order: Optional[str] = None,
-                   verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
+                   fusion: float = 0.0, final_order: Optional[str] = None, tail_fusion: Optional[float] = None,
+                   fusion_head: int = 10, verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
     All systems take the same BM25 top 1000 (computed once) and the same budget. The reranker is a
@@ -114,6 +114,10 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
             none); GAREN+ then runs without its own ``fusion``.
         final_order: every window search's ``final_order`` (None: each search's default); variants too unless
             they set their own.
+        tail_fusion: that fusion's weight below its first ``fusion_head`` documents (depth-aware fusion, see
+            :class:`~pyterrier_garen.FirstStageFusion`; None = ``fusion`` for the whole list), for every system
+            and variant alike.
+        fusion_head: documents above the tail fusion.
         verbose: progress bars.
 
     Returns:
@@ -158,12 +162,14 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
             if not names and not variants:
                 continue
             pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
-                                      budget=b, first_stage=source, systems=names, fusion=fusion, **options)
+                                      budget=b, first_stage=source, systems=names, fusion=fusion,
+                                      tail_fusion=tail_fusion, fusion_head=fusion_head, **options)
             for name, kwargs in (variants or {}).items():
                 pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
                                                   **{**options, **kwargs})
-                if fusion:
-                    pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion)
+                if fusion or tail_fusion is not None:
+                    stage = {'tail_weight': tail_fusion, 'head': fusion_head} if tail_fusion is not None else {}
+                    pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)
             for name, pipeline in pipelines.items():
                 run = pipeline(topics)
                 if excluded:

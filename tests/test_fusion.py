@@ -61,3 +61,27 @@ def test_bad_parameters_and_input():
         FirstStageFusion(ranking(['a']))(pd.DataFrame({'qid': ['q1'], 'docno': ['a']}))
     assert repr(FirstStageFusion(ranking(['a']), weight=0.3)) == 'FirstStageFusion(<DataFrame of 1 rows>, weight=0.3)'
     assert len(FirstStageFusion(ranking(['a']))(ranking([])[['qid', 'docno', 'score']])) == 0
+
+
+def test_garen_tail_fusion_equals_the_depth_aware_stage():
+    # 30 documents in 6 groups, 24 observed: the tail below the top 10 is what tail_fusion re-orders
+    docs = [f'd{i:02d}' for i in range(30)]
+    groups = {d: i % 6 for i, d in enumerate(docs)}
+    adjacency = {d: [docs[(i + 7) % 30], docs[(i + 11) % 30]] for i, d in enumerate(docs)}
+    scores = {d: float((i * 17) % 30) for i, d in enumerate(docs)}
+    r0 = ranking(docs[::-1][:20])  # the first stage holds 20 of them, in reverse order
+
+    def garen(**kw):
+        return GAREN(DictScorer(scores), ToyGroupGraph(adjacency, groups),
+                     DictScorer({str(g): g / 10 for g in range(6)}), window=6, keep=3, budget=24, group_budget=2,
+                     **kw)
+    plain = garen()(r0)
+    assert len(plain) == 24
+    for weight, tail in ((0.1, 1.0), (0.0, 2.0), (0.5, 0.0)):
+        inside = garen(fusion=weight, tail_fusion=tail)(r0)
+        stage = FirstStageFusion(r0, weight=weight, tail_weight=tail)(plain)
+        assert inside.docno.tolist() == stage.docno.tolist()
+        assert inside.docno.tolist()[:10] == FirstStageFusion(r0, weight=weight)(plain).docno.tolist()[:10]
+    assert garen(fusion=0.1, tail_fusion=2.0)(r0).docno.tolist() != garen(fusion=0.1)(r0).docno.tolist()
+    with pytest.raises(ValueError, match='tail_fusion'):
+        garen(tail_fusion=-1)

@@ -105,3 +105,73 @@ def test_the_first_stage_is_ordered_by_rank_over_score_and_rows():
     # Input a b, weight 3, k = 1: a 1/2 + 3/3 = 1.5, b 1/3 + 3/2 = 1.83 -> b a (with R_0 = a b: a 2.0, b 1.33)
     r0 = frame(['a', 'b'], rank=[1, 0], score=[9., 1.])
     assert FirstStageFusion(r0, weight=3, k=1)(frame(['a', 'b'], rank=[0, 1])).docno.tolist() == ['b', 'a']
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# depth-aware fusion: the first ``head`` documents by ``weight``, the documents below them by ``tail_weight``
+# (k = 1 throughout: score = 1/(1 + i) + w/(1 + r), i = 1-based input position, r = 1-based R_0 rank)
+
+def ranked(docnos, qid='q1'):
+    return frame(docnos, qid=qid, rank=list(range(len(docnos))))
+
+
+def test_tail_weight_reorders_only_below_the_head():
+    # input a b c d e (i = 1..5), R_0 = e d (r = 1, 2); c, a, b outside R_0.
+    inp, r0 = ranked(['a', 'b', 'c', 'd', 'e']), ranked(['e', 'd'])
+    # weight 0, head 2: a b stay; tail c 1/4 = .25, d 1/5 + 1/3 = .533, e 1/6 + 1/2 = .667 -> e d c
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=1, head=2)(inp).docno.tolist() == ['a', 'b', 'e', 'd', 'c']
+    # no tail weight: the input order (weight 0); the whole list at weight 1: a .5, b .333 -> e d a b c
+    assert FirstStageFusion(r0, weight=0, k=1)(inp).docno.tolist() == ['a', 'b', 'c', 'd', 'e']
+    assert FirstStageFusion(r0, weight=1, k=1)(inp).docno.tolist() == ['e', 'd', 'a', 'b', 'c']
+    # the boundary: head 3 keeps c (3rd) above d and e; head 1 lets d and e above b
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=1, head=3)(inp).docno.tolist() == ['a', 'b', 'c', 'e', 'd']
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=1, head=1)(inp).docno.tolist() == ['a', 'e', 'd', 'b', 'c']
+    # head 0: the whole list at the tail weight
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=1, head=0)(inp).docno.tolist() == ['e', 'd', 'a', 'b', 'c']
+
+
+def test_head_is_the_weight_fused_order_and_tail_positions_are_the_inputs():
+    # input a b c d e, R_0 = e c (r = 1, 2): at weight 1 e 1/6 + 1/2 = .667, c 1/4 + 1/3 = .583, a .5, b .333, d .2
+    inp, r0 = ranked(['a', 'b', 'c', 'd', 'e']), ranked(['e', 'c'])
+    assert FirstStageFusion(r0, weight=1, k=1)(inp).docno.tolist() == ['e', 'c', 'a', 'b', 'd']
+    # head 1 = e; tail at weight 0: the input order of the rest (a b c d), not the weight-1 order (c a b d)
+    assert FirstStageFusion(r0, weight=1, k=1, tail_weight=0, head=1)(inp).docno.tolist() == ['e', 'a', 'b', 'c', 'd']
+    # tail at weight .3 with the input's positions: a .5, c .25 + .1 = .35, b .333, d .2 -> a c b d (with positions
+    # re-counted in the fused order, c 1/3 + .1 would lead: c a b d)
+    assert FirstStageFusion(r0, weight=1, k=1, tail_weight=.3, head=1)(inp).docno.tolist() == ['e', 'a', 'c', 'b', 'd']
+    # tail_weight == weight is the plain fusion
+    assert FirstStageFusion(r0, weight=1, k=1, tail_weight=1, head=2)(inp).docno.tolist() == ['e', 'c', 'a', 'b', 'd']
+
+
+def test_tail_ties_keep_input_order_and_documents_outside_r0_get_no_second_term():
+    # input a..g (i = 1..7), R_0 = six other documents, then g (r = 7); head 2, weight 0, tail weight 1:
+    # c 1/4 = .25, d .2, e .167, f .143 (none in R_0), g 1/8 + 1/8 = .25: tied with c (exact in binary) -> c first
+    inp = ranked(list('abcdefg'))
+    r0 = ranked([f'x{i}' for i in range(6)] + ['g'])
+    out = FirstStageFusion(r0, weight=0, k=1, tail_weight=1, head=2)(inp)
+    assert out.docno.tolist() == ['a', 'b', 'c', 'g', 'd', 'e', 'f']
+    assert out['rank'].tolist() == list(range(7))
+    assert out.score.tolist() == [7., 6., 5., 4., 3., 2., 1.]
+    # tail weight 1.01 breaks the tie for g
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=1.01, head=2)(inp).docno.tolist()[2:4] == ['g', 'c']
+
+
+def test_head_at_least_the_list_length_is_the_plain_fusion():
+    # input a b c, R_0 = c: weight 1 -> a .5, b .333, c .25 + .5 = .75 -> c a b, whatever the tail weight
+    inp, r0 = ranked(['a', 'b', 'c']), ranked(['c'])
+    for head in (3, 4, 10):
+        assert FirstStageFusion(r0, weight=1, k=1, tail_weight=100, head=head)(inp).docno.tolist() == ['c', 'a', 'b']
+    # weight 0 with a head covering the list: the input order, untouched by the tail weight
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=100, head=3)(inp).docno.tolist() == ['a', 'b', 'c']
+    # one below the length: b is the tail, alone
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=100, head=2)(inp).docno.tolist() == ['a', 'b', 'c']
+    assert FirstStageFusion(r0, weight=0, k=1, tail_weight=100, head=1)(inp).docno.tolist() == ['a', 'c', 'b']
+
+
+def test_tail_options_are_checked_and_shown():
+    r0 = ranked(['a'])
+    for bad in (dict(tail_weight=-1), dict(tail_weight=float('nan')), dict(head=-1), dict(head=1.5)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            FirstStageFusion(r0, **bad)
+    assert 'tail_weight=0.5' in repr(FirstStageFusion(r0, tail_weight=0.5))
+    assert 'tail_weight' not in repr(FirstStageFusion(r0))

@@ -2,6 +2,7 @@
 import warnings
 
 import pandas as pd
+import pyterrier as pt
 import pytest
 
 import pyterrier_garen as garen
@@ -69,6 +70,12 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
                                           **COMMON)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
     assert 'fusion 0.1 for every system' in capsys.readouterr().out
+    load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
+                         '--out', str(out)])
+    expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,
+                                          tail_fusion=2.0, fusion_head=3, **COMMON)
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
+    assert 'tail fusion 2 below the top 3' in capsys.readouterr().out
     load_example().main([*args, '--budget', '30', '--out', str(out)])
     assert pd.read_csv(out).budget.tolist() == [30, 30]
     # 160 documents: a budget of 160 warns, and --strict makes it an error
@@ -104,3 +111,42 @@ def test_build_systems_gives_every_system_the_same_fusion_and_final_order(small)
     assert next(t for t in stages(alone) if isinstance(t, GAREN)).fusion == 0.1  # its own fusion without --fusion
     with pytest.raises(ValueError, match='fusion'):
         build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], fusion=-1)
+
+
+def test_tail_fusion_is_one_stage_for_every_system_and_equals_the_stage_on_the_plain_run(small, tmp_path):
+    from pyterrier_garen import GAREN, FirstStageFusion, VoteNavigator, build_systems
+    from pyterrier_garen.analysis import SimulatedReranker
+    _, prepared = small
+    reranker = SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=0.5)
+
+    def stages(pipe):
+        return list(getattr(pipe, '_transformers', [pipe]))
+    # --tail-fusion without --fusion still appends the stage (head kept as the system left it), so GAREN+ drops its
+    # own fusion there too
+    pipes = build_systems(prepared, reranker, VoteNavigator(), systems=['GAR', 'SlideGAR', 'GAREN+'],
+                          tail_fusion=0.7, fusion_head=5)
+    for name, pipe in pipes.items():
+        last = stages(pipe)[-1]
+        assert isinstance(last, FirstStageFusion), name
+        assert (last.weight, last.tail_weight, last.head) == (0, 0.7, 5)
+    assert next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN)).fusion == 0
+    with pytest.raises(ValueError, match='tail_fusion'):
+        build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], tail_fusion=-1)
+    # the sweep's row equals GAREN's plain run through the stage, evaluated here (head 3, so that nDCG@10 sees the
+    # tail; with budget 40 every order has the same R@100)
+    topics = analysis.judged_topics(prepared.dataset, garen.evaluation_qrels(prepared.dataset))
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    table, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, tail_fusion=2.0,
+                                       fusion_head=3, **COMMON)
+    plain = build_systems(prepared, SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=0.5, seed=0),
+                          VoteNavigator(), systems=['GAREN'], budget=40,
+                          first_stage=pt.Transformer.from_df(first))['GAREN'](topics)
+    run = FirstStageFusion(first, 0.1, tail_weight=2.0, head=3)(plain)
+    from pyterrier_garen._sweep import _evaluate
+    expected = _evaluate(run, garen.evaluation_qrels(prepared.dataset), topics.qid.astype(str).tolist())
+    assert table['R@100'].iloc[0] == pytest.approx(expected['R@100'].mean())
+    assert table['nDCG@10'].iloc[0] == pytest.approx(expected['nDCG@10'].mean())
+    whole, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, **COMMON)
+    assert table['nDCG@10'].iloc[0] != pytest.approx(whole['nDCG@10'].iloc[0])
+    head10, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, tail_fusion=2.0, **COMMON)
+    assert head10['nDCG@10'].iloc[0] == pytest.approx(whole['nDCG@10'].iloc[0])  # the top 10 is the same
