@@ -161,49 +161,166 @@ def _lookup_one(lookup, docno: str) -> int:
         return -1
 
 
+#: npids' FwdLookupBuilder chooses a block's codec from its first ``min_block`` docnos (its default, 2**8)
+_NPIDS_BLOCK = 256
+
+
+def _encode_rest(fmt, rest: List[str]) -> Optional[bytes]:
+    """The bytes npids' ``fmt.encode`` writes for each of ``rest``, concatenated; None if any does not encode.
+
+    Vectorised for the codecs textual docnos end up in (``fixedbytes``, ``intstored``, ``hexdigest``); None for the
+    others (npids' consecutive-run codecs, UUIDs).
+    """
+    name = getattr(fmt, 'NAME', None)
+    if not rest:
+        return b''
+    if name == 'fixedbytes':
+        prefix, length = fmt.prefix, fmt.length
+        raw = [d.encode() for d in rest]
+        if max(map(len, raw)) > length or not all(r.startswith(prefix) for r in raw):
+            return None
+        table = np.array(raw, dtype=f'S{length}').view(np.uint8).reshape(len(raw), length)
+        return np.ascontiguousarray(table[:, len(prefix):]).tobytes()  # the suffix, NUL-padded
+    if name == 'intstored':
+        prefix, cut = fmt.prefix, len(fmt.prefix)
+        digits = [d[cut:] for d in rest]
+        # npids keeps a docno when its trailing ASCII digit run follows the block's prefix exactly and prints back
+        # as itself (no leading zero); the prefix (from npids' own seeding) never ends in a digit
+        if not all(d.startswith(prefix) for d in rest) or \
+                not all(s.isascii() and s.isdigit() and (s[0] != '0' or s == '0') for s in digits):
+            return None
+        numbers = [int(s) for s in digits]
+        if max(numbers) >= 1 << (8 * fmt.int_bytes):
+            return None
+        return np.asarray(numbers, dtype=np.dtype(f'u{fmt.int_bytes}')).tobytes()
+    if name == 'hexdigest':  # e.g. zero-padded numbers: the last ``length`` characters as bytes, after a prefix
+        prefix, length = fmt.prefix, fmt.length
+        alphabet = frozenset('0123456789ABCDEF' if fmt.upper else '0123456789abcdef')
+        if not all(len(d) == len(prefix) + length and d.startswith(prefix) for d in rest):
+            return None
+        digits = ''.join(d[len(prefix):] for d in rest)
+        if not alphabet.issuperset(digits):
+            return None
+        return bytes.fromhex(digits)
+    return None
+
+
+def _write_forward(docnos: List[str], path: Union[str, Path]) -> bool:
+    """Write the forward part of an npids lookup exactly as ``npids.Lookup.build(docnos, path, build_inv=False)``.
+
+    npids encodes docno by docno in Python (about 4 CPU-s per million). When one codec holds every docno, which is
+    what npids' own builder then writes as a single block, the block is written here at once, byte for byte the
+    same file (``tests/test_docno_writer.py`` compares them). Returns False, having written nothing, when the
+    docnos would need more than one block or a codec this does not vectorise; the caller then uses npids.
+    """
+    from npids import codecs
+    from npids.utils import FileManager
+    seeds = docnos[:_NPIDS_BLOCK]
+    formats = {name: cls() for name, cls in codecs.fwd.items()}  # npids' order decides ties, as in its builder
+    for docno in seeds:
+        for name in list(formats):
+            if not formats[name].seed(docno):
+                del formats[name]
+    if not formats:
+        return False
+    fmt = min(formats.values(), key=lambda f: f.size())
+    encoded = [fmt.encode(d) for d in seeds]
+    rest = _encode_rest(fmt, docnos[_NPIDS_BLOCK:])
+    if rest is None or any(e is None for e in encoded):
+        return False
+    with FileManager(str(path), 'a') as out:
+        out.write_header(0, len(seeds), {'format': fmt.NAME, **fmt.config()})
+        out.write(b''.join(encoded))
+        out.write(rest)
+        if len(docnos) >= _NPIDS_BLOCK:  # npids writes the block's full count once it is past its seeds
+            out.write_doc_count(len(docnos))
+        out.flush()
+    return True
+
+
+def _write_one_block(docnos: List[str], path: Union[str, Path]) -> bool:
+    """npids' forward block, written vectorised when one codec holds every docno, else by npids' own builder."""
+    if not _write_forward(docnos, path):
+        from npids import Lookup
+        _remove_file(Path(path))
+        Lookup.build(docnos, str(path), build_inv=False, return_self=False)
+    return True
+
+
+def _write_fixed(docnos: List[str], path: Union[str, Path]) -> bool:
+    """One ``fixedbytes`` block (their common prefix, then each docno's rest NUL-padded): holds any docnos."""
+    from npids import codecs
+    from npids.utils import FileManager
+    raw = [d.encode() for d in docnos]
+    fmt = codecs.fwd['fixedbytes'](prefix=os.path.commonprefix(raw).decode(errors='ignore'),
+                                   length=max(map(len, raw)))
+    _remove_file(Path(path))
+    with FileManager(str(path), 'a') as out:
+        out.write_header(0, len(docnos), {'format': fmt.NAME, **fmt.config()})
+        out.write(_encode_rest(fmt, docnos))
+        out.flush()
+    return True
+
+
 def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
     """Write an ``npids`` docno lookup that round-trips every docno, in the given order, atomically.
 
     npids 0.1.3 picks its inverse (docno -> id) codec from the data; for integer-like docnos that form several runs
     (1..374, 377..425) it picks ``intsequencemulti``, which answers -1 for part of them. This writer builds the
-    forward part with npids, then the inverse with the codec npids would choose unless that is
-    ``intsequencemulti``, which is replaced by npids' hash codec (correct for any docnos). The result is checked
-    and moved into place only when complete; readers need nothing but plain ``npids.Lookup``.
+    forward part as npids does (:func:`_write_forward`), then the inverse with the codec npids would choose unless
+    that is ``intsequencemulti``, which is replaced by npids' hash codec (correct for any docnos). npids' forward
+    builder can also write a broken block (a hexdigest block, chosen from 4-character docnos, that meets a shorter
+    one later); then the forward part is written again as one ``fixedbytes`` block, which holds any docnos. The
+    result is checked and moved into place only when complete; readers need nothing but plain ``npids.Lookup``.
 
     Raises:
-        ValueError: for duplicate docnos or fewer than two.
+        ValueError: for duplicate docnos, fewer than two, or one ending in NUL (npids cannot hold it).
     """
-    from npids import Lookup, codecs
-    from npids.builder import InvLookupBuilder
-    from npids.utils import FileManager
     docnos = [str(d) for d in docnos]
     if len(set(docnos)) != len(docnos):
         raise ValueError('write_docnos needs unique docnos')
     if len(docnos) < 2:
         raise ValueError(f'a docno lookup needs at least 2 documents, got {len(docnos)} (npids 0.1.3 cannot store '
                          'a single docno); add documents to the collection')
+    nul = [d for d in docnos if d.endswith('\0')]
+    if nul:  # npids reads fixed-width bytes, which drop a trailing NUL: the lookup would answer another docno
+        raise ValueError(f'{len(nul)} docnos end in a NUL character, which npids cannot store (e.g. {nul[:3]}); '
+                         'strip it from the docnos')
     path = Path(path)
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
     _remove_file(tmp)
     try:
-        Lookup.build(docnos, str(tmp), build_inv=False, return_self=False)
-        with Lookup(str(tmp)) as lookup, FileManager(str(tmp), 'a') as writer:
-            fwd = lookup.fwd
-            single = len(fwd.codecs) == 1 and isinstance(fwd.codecs[0].fmt, codecs.fwd['intsequence'])
-            if not single and not codecs.inv['intstored'].condition(fwd) and \
-                    codecs.inv['intsequencemulti'].condition(fwd):
-                codecs.inv['hash'].build(fwd, writer)
-                inv_built = True
-            else:
-                inv_built = False
-        if not inv_built:
-            InvLookupBuilder.build(str(tmp))
-        with Lookup(str(tmp)) as lookup:
-            check_docnos(lookup, docnos)
+        try:
+            _write_lookup(docnos, tmp, _write_one_block)
+        except (IndexError, ValueError):  # a broken npids block: the fail-safe layout (re-checked)
+            _write_lookup(docnos, tmp, _write_fixed)
         _remove_file(path)  # never write through a link left at the final name
         os.replace(tmp, path)
     finally:
         _remove_file(tmp)
+
+
+def _write_lookup(docnos: List[str], tmp: Path, forward) -> None:
+    """``forward`` writes the forward part at ``tmp``; then the inverse is added and every docno checked."""
+    from npids import Lookup, codecs
+    from npids.builder import InvLookupBuilder
+    from npids.utils import FileManager
+    forward(docnos, tmp)
+    with Lookup(str(tmp)) as lookup, FileManager(str(tmp), 'a') as writer:
+        fwd = lookup.fwd
+        single = len(fwd.codecs) == 1 and isinstance(fwd.codecs[0].fmt, codecs.fwd['intsequence'])
+        if not single and not codecs.inv['intstored'].condition(fwd) and \
+                codecs.inv['intsequencemulti'].condition(fwd):
+            codecs.inv['hash'].build(fwd, writer)
+            inv_built = True
+        else:
+            inv_built = False
+    if not inv_built:
+        InvLookupBuilder.build(str(tmp))
+    with Lookup(str(tmp)) as lookup:
+        if len(lookup) != len(docnos):
+            raise ValueError(f'the npids lookup holds {len(lookup)} docnos, {len(docnos)} were written')
+        check_docnos(lookup, docnos)
 
 
 def repair_docnos(path: Union[str, Path]) -> bool:

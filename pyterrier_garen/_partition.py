@@ -214,11 +214,13 @@ def _split_groups(group: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray
     u_list, v_list, weight_list = sub_u.tolist(), sub_v.tolist(), sub_w.tolist()
     node_bounds, edge_bounds = node_starts.tolist(), edge_starts.tolist()
     out: List[int] = []
+    rng = random.Random(seed)
+    igraph.set_random_number_generator(rng)  # igraph keeps this object: re-seeding it restarts the same stream
     try:
         for g in range(num_groups):
             es, ee = edge_bounds[g], edge_bounds[g + 1]
             graph = igraph.GraphBase(node_bounds[g + 1] - node_bounds[g], zip(u_list[es:ee], v_list[es:ee]), False)
-            igraph.set_random_number_generator(random.Random(seed))
+            rng.seed(seed)
             membership, _ = igraph.GraphBase.community_leiden(
                 graph, edge_weights=weight_list[es:ee], node_weights=None, node_in_weights=None,
                 resolution=resolution, normalize_resolution=True, beta=randomness, initial_membership=None,

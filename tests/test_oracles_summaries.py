@@ -107,6 +107,19 @@ def test_failure_budget_counts_against_the_share():
             FailureBudget(3, bad)
 
 
+def test_failure_budget_error_says_whether_the_run_stopped_early():
+    failed = {'fallback': True, 'fallback_reason': REQUEST_FAILED, 'error': 'engine request failed: down'}
+    early = FailureBudget(10, 0.1)
+    early.count([failed, {'concept': 'ok'}, failed])  # 3 of 10 seen when the share (1) was exceeded
+    assert 'engine request failed (stopped after 3 groups), more than max_failed_share=0.1 allows (e.g. engine ' \
+           'request failed: down). The 1 other records are kept in /x/summaries.partial.jsonl; ' \
+           in str(early.error(Path('/x')))
+    complete = FailureBudget(2, 0)
+    complete.count([failed, {'concept': 'ok'}])  # every group seen: no "stopped" clause
+    assert '2 groups to summarise could not be summarised by the model: their engine request failed, more than ' \
+           'max_failed_share=0 allows' in str(complete.error(Path('/x')))
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the summary store on its own (tests/test_oracles_store.py drives it through GroupCorpusGraph.summarize)
 

