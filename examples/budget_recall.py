@@ -19,7 +19,9 @@ that same set and evaluates it again:
   formula; no second term for a document outside the first-stage top 1000), one row per --weights W;
 * ``fsF+tailT``: the search's own (unfused) order through ``FirstStageFusion(first, F, tail_weight=T, head=10)``
   (F = --fusion, or each of --head-weights; F = 0: the system's own top 10 untouched), exactly what
-  ``--tail-fusion T`` of compare/strength_sweep.py returns, one row per F and --tail-weights T
+  ``--tail-fusion T`` of compare/strength_sweep.py returns, one row per F and --tail-weights T; ``+obsU``: with
+  ``observed_weight=U`` (``--observed-fusion U``: the search's observation order, its ``iteration`` column, below
+  the top 10), one row per --observed-weights U
   (computed from the same search, so the tail weights are compared on identical observed sets);
 * ``head10``: the returned top 10 (what nDCG@10 sees), then the other documents by the reranker's score;
 * ``first_stage``: by first-stage rank (documents outside it after, in the returned order);
@@ -135,6 +137,8 @@ def main(argv=None):
                         help='first-stage weights of the score+fs re-orderings')
     parser.add_argument('--tail-weights', type=float, nargs='*', default=[],
                         help='tail weights T of the fsF+tailT orders (depth-aware fusion below the top 10)')
+    parser.add_argument('--observed-weights', type=float, nargs='*', default=[0.0],
+                        help='observation-order weights U of the fsF+tailT+obsU orders (0: none)')
     parser.add_argument('--head-weights', type=float, nargs='*',
                         help='head weights F of the fsF+tailT orders (default: --fusion)')
     parser.add_argument('--partition-seed', type=int, help="Leiden seed of GAREN's groups (default: the prepared one)")
@@ -182,9 +186,10 @@ def main(argv=None):
                 run = fusion(raw) if fusion is not None else raw
                 seconds = round(time.time() - start, 1)
                 run = run.sort_values(['qid', 'rank'], kind='stable')
-                tails = {f'fs{f:g}+tail{t:g}': garen.FirstStageFusion(first, f, tail_weight=t)(raw)
+                tails = {f'fs{f:g}+tail{t:g}' + (f'+obs{u:g}' if u else ''):
+                         garen.FirstStageFusion(first, f, tail_weight=t, observed_weight=u)(raw)
                          for f in (args.head_weights if args.head_weights is not None else [args.fusion])
-                         for t in args.tail_weights}
+                         for t in args.tail_weights for u in args.observed_weights}
                 scored = reranker(run[['qid', 'query', 'docno']].drop_duplicates(['qid', 'docno']))
                 scores = {(str(q), str(d)): float(s) for q, d, s in zip(scored.qid, scored.docno, scored.score)}
                 rows = []

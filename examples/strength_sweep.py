@@ -15,7 +15,8 @@ per system and strength (per budget when there are several), paired t-tests agai
 over seeds), and with --plot draws each measure against sigma with the seed spread as a band (one PNG per budget
 when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
 included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top --fusion-head
-documents, T below them; every system alike); --final-order sets every window search's final order. Offline
+documents, T below them; --observed-fusion U adds the search's observation order there; every system alike);
+--final-order sets every window search's final order. Offline
 artifacts (BM25 index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused.
 A budget of at least the collection's documents warns (--strict: an error).
 """
@@ -75,6 +76,9 @@ def main(argv=None):
                              'same stage for every system; default: --fusion for the whole list)')
     parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
                         help='documents above the tail fusion (default 10)')
+    parser.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
+                        help="observation-order weight U below the top --fusion-head documents (each search's "
+                             'iteration column; the same stage for every system; 0 = none)')
     parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                         help="every window search's final_order (default: each search's own default)")
     parser.add_argument('--strict', action='store_true',
@@ -105,14 +109,16 @@ def main(argv=None):
                 minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
                 navigator=args.navigator, variants=dict(map(parse_variant, args.variant)), fusion=args.fusion,
                 final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
-                verbose=args.verbose)
+                observed_fusion=args.observed_fusion, verbose=args.verbose)
         except UserWarning as ex:  # only with --strict
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
     extra = (f', fusion {args.fusion:g} for every system' if args.fusion else '') + \
         (f', tail fusion {args.tail_fusion:g} below the top {args.fusion_head}' if args.tail_fusion is not None
-         else '') + (f', final order {args.final_order}' if args.final_order else '')
+         else '') + (f', observation-order fusion {args.observed_fusion:g} below the top {args.fusion_head}'
+                     if args.observed_fusion else '') + \
+        (f', final order {args.final_order}' if args.final_order else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
           f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
     with pd.option_context('display.width', 250, 'display.max_columns', 20, 'display.max_colwidth', 30):

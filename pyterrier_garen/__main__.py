@@ -146,7 +146,8 @@ def _cmd_compare(args) -> None:
             table = compare(args.dataset, budget=args.budget, workdir=args.workdir, num_queries=args.queries,
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
                             fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet,
-                            reranker=args.reranker, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head)
+                            reranker=args.reranker, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
+                            observed_fusion=args.observed_fusion)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))
@@ -240,6 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
                         'weight W instead (the same stage for every system); default: --fusion for the whole list')
     p.add_argument('--fusion-head', type=int, default=10, metavar='H',
                    help='documents above the tail fusion (default 10, what nDCG@10 sees)')
+    p.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
+                   help="depth-aware fusion: below the top --fusion-head documents, add each search's observation "
+                        'order (when it first saw a document) at weight U (the same stage for every system); 0 = none')
     p.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                    help="every window search's final_order (default: each search's own default)")
     p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window or at least '

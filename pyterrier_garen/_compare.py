@@ -56,7 +56,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
                   systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
                   final_order: Optional[str] = None, verbose: bool = False, tail_fusion: Optional[float] = None,
-                  fusion_head: int = 10) -> Dict[str, pt.Transformer]:
+                  fusion_head: int = 10, observed_fusion: float = 0.0) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -77,6 +77,9 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             (``FirstStageFusion(tail_weight=...)``; None = ``fusion`` for the whole list). When set the stage is
             appended to every system even with ``fusion`` 0 (whose head then keeps the system's own order).
         fusion_head: documents above the tail (default 10, what nDCG@10 sees).
+        observed_fusion: that stage's weight of each search's observation order below the head
+            (``FirstStageFusion(observed_weight=...)``, by the ``iteration`` column every adaptive search writes; 0 =
+            none); when set the stage is appended to every system likewise.
 
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
@@ -95,16 +98,27 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
     check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='first-stage weight below the head, None = off')
     check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
+    check_number('observed_fusion', observed_fusion, low=0, note='observation-order weight below the head, 0 = off')
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
                                       navigator=navigator, budget=budget, doc_navigator=doc_navigator,
                                       verbose=verbose, final_order=final_order, fusion=fusion,
-                                      tail_fusion=tail_fusion)
+                                      tail_fusion=tail_fusion, observed_fusion=observed_fusion)
     pipelines = {name: _registry.system(name).factory(components) for name in systems}
     if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
         from . import FirstStageFusion
-        stage = {'tail_weight': tail_fusion, 'head': fusion_head} if tail_fusion is not None else {}
+        stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
         pipelines = {name: pipe >> FirstStageFusion(bm25, fusion, **stage) for name, pipe in pipelines.items()}
     return pipelines
+
+
+def fusion_stage(tail_fusion: Optional[float], fusion_head: int, observed_fusion: float) -> Dict[str, Any]:
+    """The depth-aware keyword arguments of ``FirstStageFusion`` (none when neither tail option is set)."""
+    stage: Dict[str, Any] = {}
+    if tail_fusion is not None:
+        stage['tail_weight'] = tail_fusion
+    if observed_fusion:
+        stage['observed_weight'] = observed_fusion
+    return {**stage, 'head': fusion_head} if stage else {}
 
 
 class _Done(pt.Transformer):
@@ -149,7 +163,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
             verbose: bool = False, reranker: str = 'minilm', tail_fusion: Optional[float] = None,
-            fusion_head: int = 10) -> pd.DataFrame:
+            fusion_head: int = 10, observed_fusion: float = 0.0) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -167,6 +181,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
         tail_fusion: that fusion's weight below its first ``fusion_head`` documents (:func:`build_systems`).
         fusion_head: documents above the tail fusion.
+        observed_fusion: that fusion's weight of the observation order below the head (:func:`build_systems`).
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
         reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
@@ -203,7 +218,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     if spec != 'minilm':
         reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
-                              final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head)
+                              final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head,
+                              observed_fusion=observed_fusion)
     all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
@@ -248,8 +264,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
     }
-    if tail_fusion is not None:
-        table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head)
+    if tail_fusion is not None or observed_fusion:
+        table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head, observed_fusion=observed_fusion)
     return table
 
 
@@ -273,7 +289,9 @@ def format_comparison(table: pd.DataFrame) -> str:
                   + (f"; final order {run['final_order']}" if run.get('final_order') else '')
                   + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else '')
                   + (f"; below the top {run['fusion_head']} first-stage fusion {run['tail_fusion']:g}"
-                     if run.get('tail_fusion') is not None else ''),
+                     if run.get('tail_fusion') is not None else '')
+                  + (f"; below the top {run['fusion_head']} observation-order fusion {run['observed_fusion']:g}"
+                     if run.get('observed_fusion') else ''),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}",
                   f"navigator:   {run['navigator']}",

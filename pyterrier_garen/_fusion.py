@@ -5,16 +5,46 @@ system this help can give it to all of them (``compare --fusion W``, ``strength_
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Union
+from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._garen import FUSION_K, PROPAGATION_DEPTH, fuse_first_stage
 from ._params import Rebuildable, check_int, check_nonnegative, check_positive
 
-__all__ = ['FirstStageFusion']
+__all__ = ['FirstStageFusion', 'fuse_first_stage', 'FUSION_K', 'FUSION_HEAD']
+
+#: Rank constant of the reciprocal-rank fusion of a final order with the first-stage order.
+FUSION_K = 60
+#: Documents above the tail of the depth-aware fusion (what nDCG@10 sees; GAREN's propagation depth too).
+FUSION_HEAD = 10
+
+
+def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K, *,
+                     tail_weight: Optional[float] = None, head: int = FUSION_HEAD,
+                     observed: Optional[Dict[str, int]] = None, observed_weight: float = 0.) -> List[str]:
+    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0`` (0-based ranks in ``rank0``).
+
+    ``score(d) = 1 / (k + i) + weight / (k + r)`` with ``i`` the 1-based position in ``order`` and ``r`` the 1-based
+    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``. With ``tail_weight``
+    or ``observed_weight`` (depth-aware fusion) the first ``head`` documents of that fused order stay as they are and
+    the others are sorted by ``1 / (k + i) + tail_weight / (k + r) + observed_weight / (k + o)`` (``tail_weight``
+    None: ``weight``; ``o`` the 1-based rank in the search's observation order, 0-based in ``observed``).
+    """
+    def fused(docnos, w, v=0.):
+        def score(i, docno):
+            r = rank0.get(docno)
+            first = w / (k + r + 1) if r is not None else 0.
+            return 1 / (k + i) + first + (v / (k + observed[docno] + 1) if v else 0.)
+        return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in docnos)]
+    out = fused(enumerate(order, start=1), weight)
+    if (tail_weight is None and not observed_weight) or head >= len(out):
+        return out
+    placed = set(out[:head])
+    rest = [(i, d) for i, d in enumerate(order, start=1) if d not in placed]
+    return out[:head] + fused(rest, weight if tail_weight is None else tail_weight, observed_weight)
+
 
 
 def _ranked(frame: pd.DataFrame) -> Dict[str, List[str]]:
@@ -35,7 +65,11 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     and the documents are sorted by it, ties in input order. With ``tail_weight`` (depth-aware fusion, beyond the
     paper) only the first ``head`` documents of that order are kept as they are; the documents below them are
     sorted by the same score with ``tail_weight`` in place of ``weight`` (their positions ``i`` still those of the
-    input), so the head that nDCG@10 sees keeps its order while the tail leans on ``R_0`` more. Only the input's
+    input), so the head that nDCG@10 sees keeps its order while the tail leans on ``R_0`` more. ``observed_weight``
+    adds ``observed_weight / (k + o)`` below the head, ``o`` the 1-based rank of the document in the order in which the
+    search first looked at it: by the input's ``iteration`` column (what every adaptive search here and
+    pyterrier-adaptive's GAR write; a negative value, GAR's backfill, counts as last), ties and a frame without the
+    column in input order. Only the input's
     documents are returned (unlike ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in
     ``R_0``), so a re-ranker's budget and depth stay as they were. It is the fusion GAREN's ``fusion`` option
     applies inside the search:
@@ -47,7 +81,7 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     """
 
     def __init__(self, first_stage: Union[pt.Transformer, pd.DataFrame], weight: float = 0.1, *, k: int = FUSION_K,
-                 tail_weight: Optional[float] = None, head: int = PROPAGATION_DEPTH):
+                 tail_weight: Optional[float] = None, head: int = FUSION_HEAD, observed_weight: float = 0.0):
         """
         Args:
             first_stage: the first stage, run on the input's queries (``qid, query``), or its result frame.
@@ -55,13 +89,15 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             k: the rank constant of both terms.
             tail_weight: weight of the first-stage term below the first ``head`` documents (None: ``weight`` there
                 too, one fusion for the whole list).
-            head: documents ordered with ``weight`` when ``tail_weight`` is given (default 10, what nDCG@10 sees).
+            head: documents ordered with ``weight`` when ``tail_weight`` or ``observed_weight`` is given (default 10,
+                what nDCG@10 sees).
+            observed_weight: weight of the observation order below the head (0 = none).
 
         Raises:
-            ValueError: for a negative or non-finite ``weight`` or ``tail_weight``, a non-positive ``k`` or a
-                negative ``head``.
+            ValueError: for a negative or non-finite ``weight``, ``tail_weight`` or ``observed_weight``, a
+                non-positive ``k`` or a negative ``head``.
         """
-        check_nonnegative(weight=weight)
+        check_nonnegative(weight=weight, observed_weight=observed_weight)
         if tail_weight is not None:
             check_nonnegative(tail_weight=tail_weight)
         check_positive(k=k)
@@ -71,6 +107,7 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
         self.k = k
         self.tail_weight = tail_weight
         self.head = head
+        self.observed_weight = observed_weight
 
     def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
         if isinstance(self.first_stage, pd.DataFrame):
@@ -94,8 +131,15 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             docnos = group['docno'].astype(str).tolist()
             rank0 = {d: i for i, d in enumerate(first.get(str(qid), []))}
             position = {d: i for i, d in enumerate(docnos)}
-            fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head)
-                     if self.weight or self.tail_weight is not None else docnos)
+            observed = None
+            if self.observed_weight:
+                first_seen = (group['iteration'].where(group['iteration'] >= 0, np.inf) if 'iteration' in group.columns
+                              else pd.Series(0, index=group.index))
+                seen = np.lexsort((np.arange(len(group)), first_seen.to_numpy(dtype=float)))
+                observed = {docnos[j]: o for o, j in enumerate(seen)}
+            fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head,
+                                      observed=observed, observed_weight=self.observed_weight)
+                     if self.weight or self.tail_weight is not None or self.observed_weight else docnos)
             group = group.iloc[[position[d] for d in fused]].reset_index(drop=True)
             n = len(group)
             frames.append(group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n)))

@@ -17,6 +17,7 @@ import numpy as np
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
+from ._fusion import fuse_first_stage
 from ._garen_state import GARENState, GroupView, by_value
 from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
                       check_probability)
@@ -206,8 +207,6 @@ def by_last_placement(observed: Iterable[str], last: Dict[str, Tuple[int, int]])
 # ---------------------------------------------------------------------------------------------------------------------
 # options beyond the paper (all off by default; see GAREN's keyword arguments)
 
-#: Rank constant of the reciprocal-rank fusion of GAREN's final order with the first-stage order.
-FUSION_K = 60
 MEMBER_ORDERS = ('first_stage', 'evidence')
 
 
@@ -275,27 +274,6 @@ def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str]
         for nb in neighbours(docno):
             links[nb] = links.get(nb, 0) + 1
     return sorted(pool, key=lambda d: -links.get(d, 0))
-
-
-def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float, k: int = FUSION_K, *,
-                     tail_weight: Optional[float] = None, head: int = PROPAGATION_DEPTH) -> List[str]:
-    """Reciprocal-rank fusion of a final order with the first-stage order ``R_0`` (0-based ranks in ``rank0``).
-
-    ``score(d) = 1 / (k + i) + weight / (k + r)`` with ``i`` the 1-based position in ``order`` and ``r`` the 1-based
-    first-stage rank (no second term for a document absent from ``R_0``); ties keep ``order``. With ``tail_weight``
-    (depth-aware fusion) the first ``head`` documents of that fused order stay as they are and the others are sorted
-    by the same score with ``tail_weight`` in place of ``weight`` (positions ``i`` still those of ``order``).
-    """
-    def fused(docnos, w):
-        def score(i, docno):
-            r = rank0.get(docno)
-            return 1 / (k + i) + (w / (k + r + 1) if r is not None else 0.)
-        return [d for _, _, d in sorted((-score(i, d), i, d) for i, d in docnos)]
-    out = fused(enumerate(order, start=1), weight)
-    if tail_weight is None or head >= len(out):
-        return out
-    placed = set(out[:head])
-    return out[:head] + fused([(i, d) for i, d in enumerate(order, start=1) if d not in placed], tail_weight)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -395,6 +373,7 @@ class GAREN(WindowSearch):
                  switch_members: int = 0,
                  fusion: float = 0.0,
                  tail_fusion: Optional[float] = None,
+                 observed_fusion: float = 0.0,
                  member_order: str = 'first_stage',
                  final_order: str = 'auto',
                  feedback: float = 0.0,
@@ -428,6 +407,8 @@ class GAREN(WindowSearch):
                 final order (:func:`fuse_first_stage`), after propagation (or none).
             tail_fusion: (beyond the paper; None = off) depth-aware fusion: below the top 10 of the fused order,
                 ``tail_fusion`` replaces ``fusion`` as the first-stage weight (:func:`fuse_first_stage`).
+            observed_fusion: (beyond the paper; 0 = off) below that top 10, the weight of the order in which the
+                search first observed each document (iteration, then final position) in the same fusion.
             member_order: (beyond the paper) order of a group's unobserved members: ``'first_stage'`` (paper) or
                 ``'evidence'``: members more k-NN-linked from the current top ``h`` first (:func:`by_links`), which
                 matters for large or mixed groups.
@@ -466,6 +447,7 @@ class GAREN(WindowSearch):
         self.switch_members = switch_members
         self.fusion = fusion
         self.tail_fusion = tail_fusion
+        self.observed_fusion = observed_fusion
         self.member_order = member_order
         self.final_order = final_order
         self.feedback = feedback
@@ -482,6 +464,7 @@ class GAREN(WindowSearch):
         check_number('evidence_weight', evidence_weight, low=0, note='0 = off')
         check_number('fusion', fusion, low=0, note='0 = off')
         check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='None = off')
+        check_number('observed_fusion', observed_fusion, low=0, note='0 = off')
         check_number('feedback', feedback, low=0, note='0 = off')
         resolve_final_order(final_order, reranker)  # checks the value
         check_choice('member_order', member_order, MEMBER_ORDERS)
@@ -516,8 +499,11 @@ class GAREN(WindowSearch):
             else:  # propagation places the top PROPAGATION_DEPTH only: below it each document keeps its own score
                 final = propagate(final, final, state.last, self.groups.group_of, self.p, self.alpha, order=final,
                                   head=PROPAGATION_DEPTH)
-        if self.fusion or self.tail_fusion is not None:
-            return fuse_first_stage(final, state.rank0, self.fusion, tail_weight=self.tail_fusion)
+        if self.fusion or self.tail_fusion is not None or self.observed_fusion:
+            seen = sorted(range(len(final)), key=lambda i: (state.observed[final[i]], i))
+            return fuse_first_stage(final, state.rank0, self.fusion, tail_weight=self.tail_fusion,
+                                    observed={final[i]: o for o, i in enumerate(seen)},
+                                    observed_weight=self.observed_fusion)
         return final
 
     def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:

@@ -84,7 +84,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
                    fusion: float = 0.0, final_order: Optional[str] = None, tail_fusion: Optional[float] = None,
-                   fusion_head: int = 10, verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
+                   fusion_head: int = 10, observed_fusion: float = 0.0,
+                   verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
     All systems take the same BM25 top 1000 (computed once) and the same budget. The reranker is a
@@ -118,6 +119,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
             :class:`~pyterrier_garen.FirstStageFusion`; None = ``fusion`` for the whole list), for every system
             and variant alike.
         fusion_head: documents above the tail fusion.
+        observed_fusion: that fusion's weight of each search's observation order below the head (0 = none).
         verbose: progress bars.
 
     Returns:
@@ -127,7 +129,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
-    from ._compare import build_systems, evaluation_qrels
+    from ._compare import build_systems, evaluation_qrels, fusion_stage
     from ._driver import warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
@@ -163,12 +165,13 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                 continue
             pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
                                       budget=b, first_stage=source, systems=names, fusion=fusion,
-                                      tail_fusion=tail_fusion, fusion_head=fusion_head, **options)
+                                      tail_fusion=tail_fusion, fusion_head=fusion_head,
+                                      observed_fusion=observed_fusion, **options)
             for name, kwargs in (variants or {}).items():
                 pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
                                                   **{**options, **kwargs})
-                if fusion or tail_fusion is not None:
-                    stage = {'tail_weight': tail_fusion, 'head': fusion_head} if tail_fusion is not None else {}
+                if fusion or tail_fusion is not None or observed_fusion:
+                    stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
                     pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)
             for name, pipeline in pipelines.items():
                 run = pipeline(topics)

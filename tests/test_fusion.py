@@ -77,11 +77,16 @@ def test_garen_tail_fusion_equals_the_depth_aware_stage():
                      **kw)
     plain = garen()(r0)
     assert len(plain) == 24
-    for weight, tail in ((0.1, 1.0), (0.0, 2.0), (0.5, 0.0)):
-        inside = garen(fusion=weight, tail_fusion=tail)(r0)
-        stage = FirstStageFusion(r0, weight=weight, tail_weight=tail)(plain)
+    assert plain.iteration.nunique() > 3  # observed over several iterations
+    for weight, tail, seen in ((0.1, 1.0, 0.0), (0.0, 2.0, 0.0), (0.5, 0.0, 0.0), (0.1, 1.0, 1.0), (0.1, None, 3.0)):
+        inside = garen(fusion=weight, tail_fusion=tail, observed_fusion=seen)(r0)
+        stage = FirstStageFusion(r0, weight=weight, tail_weight=tail, observed_weight=seen)(plain)
         assert inside.docno.tolist() == stage.docno.tolist()
         assert inside.docno.tolist()[:10] == FirstStageFusion(r0, weight=weight)(plain).docno.tolist()[:10]
     assert garen(fusion=0.1, tail_fusion=2.0)(r0).docno.tolist() != garen(fusion=0.1)(r0).docno.tolist()
+    assert (garen(fusion=0.1, tail_fusion=1.0, observed_fusion=3.0)(r0).docno.tolist()
+            != garen(fusion=0.1, tail_fusion=1.0)(r0).docno.tolist())
     with pytest.raises(ValueError, match='tail_fusion'):
         garen(tail_fusion=-1)
+    with pytest.raises(ValueError, match='observed_fusion'):
+        garen(observed_fusion=-1)

@@ -175,3 +175,26 @@ def test_tail_options_are_checked_and_shown():
             FirstStageFusion(r0, **bad)
     assert 'tail_weight=0.5' in repr(FirstStageFusion(r0, tail_weight=0.5))
     assert 'tail_weight' not in repr(FirstStageFusion(r0))
+
+
+def test_observed_weight_orders_the_tail_by_when_the_search_first_saw_a_document():
+    # input a b c d e (i = 1..5) first seen at iterations 3 1 2 -1 1: observation order b e c a d (ties by input
+    # position; -1, GAR's backfill, last): o = a 4, b 1, c 3, d 5, e 2. Head 1 (weight 0: a), observed weight 2:
+    # b 1/3 + 2/2 = 1.333, c 1/4 + 2/4 = .75, d 1/5 + 2/6 = .533, e 1/6 + 2/3 = .833 -> b e c d
+    inp = ranked(['a', 'b', 'c', 'd', 'e']).assign(iteration=[3, 1, 2, -1, 1])
+    r0 = ranked(['x'])
+    out = FirstStageFusion(r0, weight=0, k=1, head=1, observed_weight=2)(inp)
+    assert out.docno.tolist() == ['a', 'b', 'e', 'c', 'd']
+    assert out.iteration.tolist() == [3, 1, 1, 2, -1]  # the rows travel with their columns
+    # with the first stage (R_0 = d, tail weight 1): d .2 + 1/2 + 2/6 = 1.033 -> b d e c
+    out = FirstStageFusion(ranked(['d']), weight=0, k=1, head=1, tail_weight=1, observed_weight=2)(inp)
+    assert out.docno.tolist() == ['a', 'b', 'd', 'e', 'c']
+    # without an iteration column the observation order is the input order: the tail stays b c d e
+    plain = inp.drop(columns='iteration')
+    assert FirstStageFusion(r0, weight=0, k=1, head=1, observed_weight=2)(plain).docno.tolist() == list('abcde')
+    # observed weight 0 and no tail weight: the plain fusion (weight 0: the input order)
+    assert FirstStageFusion(r0, weight=0, k=1, head=1)(inp).docno.tolist() == list('abcde')
+    # head covering the list: nothing below it to re-order
+    assert FirstStageFusion(r0, weight=0, k=1, head=5, observed_weight=2)(inp).docno.tolist() == list('abcde')
+    with pytest.raises(ValueError, match='observed_weight'):
+        FirstStageFusion(r0, observed_weight=-1)

@@ -71,11 +71,13 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
     assert 'fusion 0.1 for every system' in capsys.readouterr().out
     load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
-                         '--out', str(out)])
+                         '--observed-fusion', '1', '--out', str(out)])
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,
-                                          tail_fusion=2.0, fusion_head=3, **COMMON)
+                                          tail_fusion=2.0, fusion_head=3, observed_fusion=1.0, **COMMON)
     pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
-    assert 'tail fusion 2 below the top 3' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert 'tail fusion 2 below the top 3' in printed
+    assert 'observation-order fusion 1 below the top 3' in printed
     load_example().main([*args, '--budget', '30', '--out', str(out)])
     assert pd.read_csv(out).budget.tolist() == [30, 30]
     # 160 documents: a budget of 160 warns, and --strict makes it an error
@@ -129,7 +131,17 @@ def test_tail_fusion_is_one_stage_for_every_system_and_equals_the_stage_on_the_p
         last = stages(pipe)[-1]
         assert isinstance(last, FirstStageFusion), name
         assert (last.weight, last.tail_weight, last.head) == (0, 0.7, 5)
-    assert next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN)).fusion == 0
+    plus = next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN))
+    assert (plus.fusion, plus.tail_fusion, plus.observed_fusion) == (0, None, 0)
+    # --observed-fusion alone appends it too
+    pipes = build_systems(prepared, reranker, VoteNavigator(), systems=['RGS', 'GAREN+'], observed_fusion=1.5)
+    for name, pipe in pipes.items():
+        last = stages(pipe)[-1]
+        assert (last.weight, last.tail_weight, last.observed_weight, last.head) == (0, None, 1.5, 10), name
+    plus = next(t for t in stages(pipes['GAREN+']) if isinstance(t, GAREN))
+    assert (plus.fusion, plus.tail_fusion, plus.observed_fusion) == (0, None, 0)
+    with pytest.raises(ValueError, match='observed_fusion'):
+        build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], observed_fusion=-1)
     with pytest.raises(ValueError, match='tail_fusion'):
         build_systems(prepared, reranker, VoteNavigator(), systems=['GAR'], tail_fusion=-1)
     # the sweep's row equals GAREN's plain run through the stage, evaluated here (head 3, so that nDCG@10 sees the
@@ -150,3 +162,19 @@ def test_tail_fusion_is_one_stage_for_every_system_and_equals_the_stage_on_the_p
     assert table['nDCG@10'].iloc[0] != pytest.approx(whole['nDCG@10'].iloc[0])
     head10, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, tail_fusion=2.0, **COMMON)
     assert head10['nDCG@10'].iloc[0] == pytest.approx(whole['nDCG@10'].iloc[0])  # the top 10 is the same
+
+
+def test_compare_cli_passes_the_depth_aware_fusion(monkeypatch, capsys):
+    import pyterrier_garen._compare as compare_module
+    from pyterrier_garen.__main__ import main
+    seen = {}
+
+    def recorded(dataset=None, **kwargs):
+        seen.update(kwargs)
+        return pd.DataFrame({'name': ['GAREN'], 'nDCG@10': [0.5], 'R@100': [0.7]})
+    monkeypatch.setattr(compare_module, 'compare', recorded)
+    main(['compare', '--fusion', '0.1', '--tail-fusion', '1', '--observed-fusion', '2', '--fusion-head', '5',
+          '--quiet'])
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.1, 1.0, 2.0, 5)
+    main(['compare', '--quiet'])
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.0, None, 0.0, 10)
