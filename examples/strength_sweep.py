@@ -68,17 +68,7 @@ def main(argv=None):
     budgets = parser.add_mutually_exclusive_group()
     budgets.add_argument('--budget', type=int, default=100, help='documents reranked per query (default: 100)')
     budgets.add_argument('--budgets', type=int, nargs='+', help='several budgets in one sweep, e.g. 50 100 200')
-    parser.add_argument('--fusion', type=float, default=0.0,
-                        help="weight W of FirstStageFusion applied to every system's final ranking (0 = none; GAREN+ "
-                             'then runs without its own fusion)')
-    parser.add_argument('--tail-fusion', type=float, metavar='T',
-                        help='depth-aware fusion: first-stage weight T below the top --fusion-head documents (the '
-                             'same stage for every system; default: --fusion for the whole list)')
-    parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
-                        help='documents above the tail fusion (default 10)')
-    parser.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
-                        help="observation-order weight U below the top --fusion-head documents (each search's "
-                             'iteration column; the same stage for every system; 0 = none)')
+    analysis.add_fusion_arguments(parser)
     parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                         help="every window search's final_order (default: each search's own default)")
     parser.add_argument('--strict', action='store_true',
@@ -114,10 +104,8 @@ def main(argv=None):
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
-    extra = (f', fusion {args.fusion:g} for every system' if args.fusion else '') + \
-        (f', tail fusion {args.tail_fusion:g} below the top {args.fusion_head}' if args.tail_fusion is not None
-         else '') + (f', observation-order fusion {args.observed_fusion:g} below the top {args.fusion_head}'
-                     if args.observed_fusion else '') + \
+    extra = ''.join(f', {part}' for part in analysis.describe_fusion(args.fusion, args.tail_fusion, args.fusion_head,
+                                                                       args.observed_fusion)) + \
         (f', final order {args.final_order}' if args.final_order else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
           f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')

@@ -193,7 +193,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m pyterrier_garen`` (every option has help and shows its default)."""
     from . import _registry
-    from ._compare import NAVIGATORS, SYSTEMS
+    from ._compare import NAVIGATORS, SYSTEMS, add_fusion_arguments
     parser = argparse.ArgumentParser(prog='python -m pyterrier_garen', formatter_class=_HelpFormatter,
                                      description='GAREN: the main job (compare) and the offline jobs that build '
                                                  'vectors, corpus graphs, groups and summaries.')
@@ -233,17 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--json', metavar='PATH', help='also write the whole table, what ran, the command and the date '
                                                   'as JSON (what docs/regen.py renders into the README)')
     p.add_argument('--quiet', action='store_true', help='no progress bars')
-    p.add_argument('--fusion', type=float, default=0.0, metavar='W',
-                   help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
-                        'GAREN+ then runs without its own fusion); 0 = none')
-    p.add_argument('--tail-fusion', type=float, metavar='W',
-                   help='depth-aware fusion: below the top --fusion-head documents, fuse with the first stage at '
-                        'weight W instead (the same stage for every system); default: --fusion for the whole list')
-    p.add_argument('--fusion-head', type=int, default=10, metavar='H',
-                   help='documents above the tail fusion (default 10, what nDCG@10 sees)')
-    p.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
-                   help="depth-aware fusion: below the top --fusion-head documents, add each search's observation "
-                        'order (when it first saw a document) at weight U (the same stage for every system); 0 = none')
+    add_fusion_arguments(p)
     p.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                    help="every window search's final_order (default: each search's own default)")
     p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window or at least '

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import pandas as pd
 import pyterrier as pt
@@ -119,6 +119,35 @@ def fusion_stage(tail_fusion: Optional[float], fusion_head: int, observed_fusion
     if observed_fusion:
         stage['observed_weight'] = observed_fusion
     return {**stage, 'head': fusion_head} if stage else {}
+
+
+def add_fusion_arguments(parser) -> None:
+    """The fusion options of the commands that compare systems (``compare``, ``examples/strength_sweep.py``): each
+    appends ONE :class:`~pyterrier_garen.FirstStageFusion` to every system, so every system gets the same help."""
+    parser.add_argument('--fusion', type=float, default=0.0, metavar='W',
+                        help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
+                             'GAREN+ then runs without its own fusion); 0 = none')
+    parser.add_argument('--tail-fusion', type=float, metavar='T',
+                        help='depth-aware fusion: below the top --fusion-head documents, fuse with the first stage '
+                             'at weight T instead (the same stage for every system); default: --fusion for the '
+                             'whole list')
+    parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
+                        help='documents above the tail fusion (default 10, what nDCG@10 sees)')
+    parser.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
+                        help="depth-aware fusion: below the top --fusion-head documents, add each search's "
+                             'observation order (when it first saw a document) at weight U (the same stage for '
+                             'every system); 0 = none')
+
+
+def describe_fusion(fusion: float, tail_fusion: Optional[float], fusion_head: int,
+                    observed_fusion: float) -> List[str]:
+    """The phrases that say which shared fusion a comparison applied (none for no fusion)."""
+    parts = [f'first-stage fusion {fusion:g} for every system'] if fusion else []
+    if tail_fusion is not None:
+        parts.append(f'below the top {fusion_head} first-stage fusion {tail_fusion:g}')
+    if observed_fusion:
+        parts.append(f'below the top {fusion_head} observation-order fusion {observed_fusion:g}')
+    return parts
 
 
 class _Done(pt.Transformer):
@@ -287,11 +316,9 @@ def format_comparison(table: pd.DataFrame) -> str:
                                                      if run['excluded_removed'] else ''),
                   f"budget:      {run['budget']} documents reranked per query"
                   + (f"; final order {run['final_order']}" if run.get('final_order') else '')
-                  + (f"; first-stage fusion {run['fusion']:g} for every system" if run.get('fusion') else '')
-                  + (f"; below the top {run['fusion_head']} first-stage fusion {run['tail_fusion']:g}"
-                     if run.get('tail_fusion') is not None else '')
-                  + (f"; below the top {run['fusion_head']} observation-order fusion {run['observed_fusion']:g}"
-                     if run.get('observed_fusion') else ''),
+                  + ''.join(f'; {part}' for part in describe_fusion(run.get('fusion', 0.), run.get('tail_fusion'),
+                                                                     run.get('fusion_head', 10),
+                                                                     run.get('observed_fusion', 0.))),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}",
                   f"navigator:   {run['navigator']}",

@@ -238,16 +238,15 @@ def _write_forward(docnos: List[str], path: Union[str, Path]) -> bool:
     return True
 
 
-def _write_one_block(docnos: List[str], path: Union[str, Path]) -> bool:
+def _write_one_block(docnos: List[str], path: Union[str, Path]) -> None:
     """npids' forward block, written vectorised when one codec holds every docno, else by npids' own builder."""
     if not _write_forward(docnos, path):
         from npids import Lookup
         _remove_file(Path(path))
         Lookup.build(docnos, str(path), build_inv=False, return_self=False)
-    return True
 
 
-def _write_fixed(docnos: List[str], path: Union[str, Path]) -> bool:
+def _write_fixed(docnos: List[str], path: Union[str, Path]) -> None:
     """One ``fixedbytes`` block (their common prefix, then each docno's rest NUL-padded): holds any docnos."""
     from npids import codecs
     from npids.utils import FileManager
@@ -259,7 +258,6 @@ def _write_fixed(docnos: List[str], path: Union[str, Path]) -> bool:
         out.write_header(0, len(docnos), {'format': fmt.NAME, **fmt.config()})
         out.write(_encode_rest(fmt, docnos))
         out.flush()
-    return True
 
 
 def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:

@@ -69,15 +69,15 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(20, 40), fusion=0.1,
                                           **COMMON)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
-    assert 'fusion 0.1 for every system' in capsys.readouterr().out
+    assert 'first-stage fusion 0.1 for every system' in capsys.readouterr().out
     load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
                          '--observed-fusion', '1', '--out', str(out)])
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,
                                           tail_fusion=2.0, fusion_head=3, observed_fusion=1.0, **COMMON)
     pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
     printed = capsys.readouterr().out
-    assert 'tail fusion 2 below the top 3' in printed
-    assert 'observation-order fusion 1 below the top 3' in printed
+    assert 'below the top 3 first-stage fusion 2,' in printed
+    assert 'below the top 3 observation-order fusion 1;' in printed
     load_example().main([*args, '--budget', '30', '--out', str(out)])
     assert pd.read_csv(out).budget.tolist() == [30, 30]
     # 160 documents: a budget of 160 warns, and --strict makes it an error
