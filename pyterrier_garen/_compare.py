@@ -341,15 +341,22 @@ def format_comparison(table: pd.DataFrame) -> str:
                   f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
                   f'for multiple comparisons.']
     if 'name' in table.columns and 'GAREN+' in set(table['name']):
-        lines += ['', garen_plus_legend()]
+        shared = bool(run.get('fusion') or run.get('tail_fusion') is not None or run.get('observed_fusion'))
+        lines += ['', garen_plus_legend(shared=shared)]
     return '\n'.join(lines)
 
 
-def garen_plus_legend() -> str:
-    """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README)."""
+def garen_plus_legend(shared: bool = False) -> str:
+    """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README); ``shared``:
+    the table was run with one fusion stage for every row (``--fusion`` and the like), which replaces GAREN+'s own."""
     options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
+    fusions = [k for k in ('fusion', 'tail_fusion', 'observed_fusion') if k in GAREN_PLUS]
+    options_shared = ' '.join(f'--{k.replace("_", "-")} {GAREN_PLUS[k]:g}' for k in fusions)
     return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
-            'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm.')
+            'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm. '
+            + ('Here every row got the same fusion stage with the first stage, in place of GAREN+\'s own.' if shared
+               else f'Its fusion with the first stage would help any system and no other row has it here: '
+                    f'`{options_shared}` gives that one stage to every row (GAREN+ then drops its own).'))
 
 
 def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
