@@ -21,10 +21,11 @@ from ._fusion import fuse_first_stage
 from ._garen_state import GARENState, GroupView, by_value
 from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
                       check_probability)
+from ._verdicts import group_feedback, link_feedback, weighted_votes
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
-           'fuse_first_stage', 'group_feedback']
+           'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -61,15 +62,19 @@ def vote_groups(window: Sequence[str], neighbours: Callable[[str], Sequence[str]
         ``{group: vote}`` for every group of ``G^cand_t``, where vote = number of window documents with a neighbour
         in the group; groups in order of first appearance.
     """
-    found_per_doc = []
-    for docno in window:
-        found = cache.get(docno) if cache is not None else None
-        if found is None:
-            found = tuple(set(map(group_of, neighbours(docno))) - {-1})
-            if cache is not None:
-                cache[docno] = found
-        found_per_doc.append(found)
+    found_per_doc = [linked_groups(docno, neighbours, group_of, cache) for docno in window]
     return dict(Counter(chain.from_iterable(found_per_doc)))  # counted in order of first appearance
+
+
+def linked_groups(docno: str, neighbours: Callable[[str], Sequence[str]], group_of: Callable[[str], int],
+                  cache: Optional[Dict[str, Tuple[int, ...]]] = None) -> Tuple[int, ...]:
+    """The distinct groups of ``N_k(d)`` (without -1), memoised in ``cache`` when given (see :func:`vote_groups`)."""
+    found = cache.get(docno) if cache is not None else None
+    if found is None:
+        found = tuple(set(map(group_of, neighbours(docno))) - {-1})
+        if cache is not None:
+            cache[docno] = found
+    return found
 
 
 def select_groups(votes: Dict[int, int], scored: Dict[int, float], budget: int, *, best_rank: Dict[int, int],
@@ -223,22 +228,6 @@ def group_evidence(top: Sequence[str], group_of: Callable[[str], int], p: float)
     return evidence
 
 
-def group_feedback(last: Dict[str, Tuple[int, int]], group_of: Callable[[str], int], keep: int) -> Dict[int, float]:
-    """The reranker's verdicts on the documents taken from each group: ``(hits - misses) / (n + 1)`` per group.
-
-    Over the ``n`` re-ranked members of a group (every document in ``last``), a hit is a member that the last window
-    re-ranking it placed in the kept top ``keep`` (position < ``keep``), a miss one it placed below; so the value is
-    in (-1, 1), 0 for a group with no re-ranked member, and the ``+ 1`` shrinks the verdict on few members.
-    """
-    counts: Dict[int, List[int]] = {}
-    for docno, (_, position) in last.items():
-        gid = group_of(docno)
-        if gid != -1:
-            hit_miss = counts.setdefault(gid, [0, 0])
-            hit_miss[position >= keep] += 1
-    return {gid: (hits - misses) / (hits + misses + 1) for gid, (hits, misses) in counts.items()}
-
-
 def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, every: int) -> List[str]:
     """Up to ``n`` expansion documents where slots ``every, 2*every, ...`` (1-based) come from the first stage.
 
@@ -377,6 +366,8 @@ class GAREN(WindowSearch):
                  member_order: str = 'first_stage',
                  final_order: str = 'auto',
                  feedback: float = 0.0,
+                 link_feedback: float = 0.0,
+                 dropped_vote: float = 1.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -423,6 +414,12 @@ class GAREN(WindowSearch):
                 ordered by their navigator value standardised over the query's scored groups (``(v - mean) / std``)
                 ``+ beta *`` :func:`group_feedback`, so the groups whose documents the reranker kept rise and those
                 whose documents it dropped sink.
+            link_feedback: (beyond the paper; 0 = off) ``gamma``: the same standardised value also gains
+                ``gamma *`` :func:`link_feedback`, the verdicts on the re-ranked documents whose k-NN neighbours lie in
+                the group (groups the kept documents point into rise before any of their members was re-ranked).
+            dropped_vote: (beyond the paper; 1 = paper) weight of the vote (Eq. 5/11) of a window document that the
+                reranker placed below the kept top ``h`` (a kept one votes 1; :func:`weighted_votes`); 0: only the
+                kept documents nominate candidate groups.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -451,6 +448,8 @@ class GAREN(WindowSearch):
         self.member_order = member_order
         self.final_order = final_order
         self.feedback = feedback
+        self.link_feedback = link_feedback
+        self.dropped_vote = dropped_vote
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
@@ -466,6 +465,8 @@ class GAREN(WindowSearch):
         check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='None = off')
         check_number('observed_fusion', observed_fusion, low=0, note='0 = off')
         check_number('feedback', feedback, low=0, note='0 = off')
+        check_number('link_feedback', link_feedback, low=0, note='0 = off')
+        check_number('dropped_vote', dropped_vote, low=0, high=1, note='1 = the paper: every window document votes 1')
         resolve_final_order(final_order, reranker)  # checks the value
         check_choice('member_order', member_order, MEMBER_ORDERS)
         check_bool(propagate=propagate, trace=trace)
@@ -517,18 +518,20 @@ class GAREN(WindowSearch):
         def is_open(gid):
             return opened.get(gid, 0) < sizes[gid]
         votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
+        # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
+        top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
+        if self.dropped_vote != 1:
+            votes = weighted_votes(window, set(top), view.neighbour_groups.__getitem__, self.dropped_vote)
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank, is_open=is_open,
                                fill=state.fill_groups())
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
                                                     'text': [view.summary(g) for g in chosen],
                                                     'vote': [votes.get(g, 0) for g in chosen]})
-        # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
-        top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
         evidence = group_evidence(top, view.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__
-        if self.feedback:
-            value = self._with_feedback(state, value)
+        if self.feedback or self.link_feedback:
+            value = self._with_feedback(state, view, value)
         eligible = by_value([g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
                              opened.get(g, 0) < sizes[g]], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
@@ -558,14 +561,19 @@ class GAREN(WindowSearch):
         yield EVENT, event
         return expansion
 
-    def _with_feedback(self, state: QueryState, value: Callable[[int], float]) -> Callable[[int], float]:
-        """``value`` standardised over the query's scored groups, plus ``feedback *`` :func:`group_feedback`."""
+    def _with_feedback(self, state: QueryState, view: GroupView, value: Callable[[int], float]
+                       ) -> Callable[[int], float]:
+        """``value`` standardised over the query's scored groups, plus ``feedback *`` :func:`group_feedback` and
+        ``link_feedback *`` :func:`link_feedback`."""
         scored = np.array([v for v in state.cache.values() if math.isfinite(v)], dtype=float)
         mean = float(scored.mean()) if len(scored) else 0.
         spread = float(scored.std()) if len(scored) > 1 else 0.
         spread = spread if spread > 0 else 1.
-        verdicts = group_feedback(state.last, self.groups.group_of, self.keep)
-        return lambda g: (value(g) - mean) / spread + self.feedback * verdicts.get(g, 0.)
+        verdicts = group_feedback(state.last, view.group_of, self.keep) if self.feedback else {}
+        links = link_feedback(state.last, partial(linked_groups, neighbours=state.neighbours, group_of=view.group_of,
+                                                  cache=view.neighbour_groups), self.keep) if self.link_feedback else {}
+        return lambda g: ((value(g) - mean) / spread + self.feedback * verdicts.get(g, 0.) +
+                          self.link_feedback * links.get(g, 0.))
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}

@@ -67,7 +67,8 @@ def first_stages(seed=0):
 
 OPTIONS = [{}, dict(final_order='paper'), dict(strategy='explore'), dict(strategy='exploit', group_budget=2),
            dict(evidence_weight=0.7), dict(interleave=3), dict(switch_members=2), dict(member_order='evidence'),
-           dict(feedback=0.5), dict(fusion=0.4), dict(group_budget=0), dict(propagate=False, budget=25)]
+           dict(feedback=0.5), dict(link_feedback=0.7, dropped_vote=0.5), dict(dropped_vote=0.), dict(fusion=0.4),
+           dict(group_budget=0), dict(propagate=False, budget=25)]
 
 
 def _items(trace):
