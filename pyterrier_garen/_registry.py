@@ -257,8 +257,9 @@ def _garen(c: Components, **options: Any) -> Any:
 #: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
 #: collections with the strength sweep; every variant tried is in docs/results.md). The depth-aware fusion
 #: (``tail_fusion``, ``observed_fusion``: issue 16, third pass) changes nothing in the top 10 and nothing at a budget
-#: of at most 100 (every observed document is then in the top 100).
-GAREN_PLUS = {'evidence_weight': 0.5, 'fusion': 0.1, 'tail_fusion': 0.5, 'observed_fusion': 1.0}
+#: of at most 100 (every observed document is then in the top 100). ``dropped_vote=0`` (issue 16, fourth pass): only
+#: the documents the reranker kept in a window's top h nominate candidate groups, so recall follows the reranker.
+GAREN_PLUS = {'evidence_weight': 0.5, 'dropped_vote': 0.0, 'fusion': 0.1, 'tail_fusion': 0.5, 'observed_fusion': 1.0}
 
 register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False,
                        text='the first stage, cut to the budget'))
