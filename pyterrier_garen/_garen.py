@@ -336,7 +336,7 @@ class GAREN(WindowSearch):
     order) and must fetch text itself (e.g. ``pt.text.get_text(dataset, 'text') >> reranker``); each window is ordered
     by descending returned score, ties by window order. The navigator receives ``qid, query, docno, text, vote`` rows:
     ``docno`` = the group id as a string, ``text`` = ``groups.summary(gid)``, ``vote`` = its vote in that iteration (0
-    for groups added by the first-stage fill rule).
+    for groups added by the first-stage fill rule; weighted, so possibly fractional, with ``dropped_vote < 1``).
 
     After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
     reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
