@@ -213,3 +213,31 @@ def test_parts_of_a_split_group_never_take_the_label_of_an_untouched_group():
     assert part.num_groups == 303
     np.testing.assert_array_equal(part.labels, planted)
     assert part.unsplittable == []
+
+
+def _burn(cpu_seconds):
+    """Spend ``cpu_seconds`` of process CPU time (and at least as much wall-clock time)."""
+    until = time.process_time() + cpu_seconds
+    while time.process_time() < until:
+        pass
+
+
+def test_each_stage_time_is_its_own_stage(monkeypatch):
+    import igraph  # noqa: F401  (imported here first, its import time would count in the leiden stage)
+
+    import pyterrier_garen._partition as partition
+    costs = {'symmetrise': 0.10, 'leiden': 0.30, 'split': 0.20}  # distinct, so a moved boundary shows
+    for name, attr in (('symmetrise', 'symmetrise'), ('leiden', '_leiden_until_settled'), ('split', '_split_groups')):
+        original = getattr(partition, attr)
+
+        def slow(*args, _original=original, _cost=costs[name], **kwargs):
+            out = _original(*args, **kwargs)
+            _burn(_cost)
+            return out
+        monkeypatch.setattr(partition, attr, slow)
+    part = leiden_partition(*clique(21))  # one group over the limit: one split run
+    assert part.leiden_calls == 2
+    for name, cost in costs.items():
+        # the real work on 21 nodes takes milliseconds; a boundary moved by another stage's time is >= 0.1 off
+        assert cost <= part.cpu_seconds[name] < cost + 0.08, (name, part.cpu_seconds)
+        assert part.seconds[name] >= cost, (name, part.seconds)
