@@ -58,7 +58,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     With ``labels`` (one group label per document) the partition is taken as given instead of running Leiden
     (useful for hand-built graphs in tests and for partitions computed elsewhere).
     """
-    from ._partition import leiden_partition
+    from ._partition import PARTITION_VERSION, leiden_partition
     path = Path(path)
     docnos = [str(d) for d in docnos]
     edges = np.asarray(edges, dtype=np.int64)
@@ -84,12 +84,14 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         stored = {k: existing.get('partition', {}).get(k) for k in params}
         same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
         if stored == params and same_graph:
+            _warn_if_other_version(path, existing, labels is None)
             return path
         diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
         raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
                               f'{diff or "other graph"}; pass overwrite=True to rebuild it')
     started = time.time()
     if labels is None:
+        params['version'] = PARTITION_VERSION
         part = leiden_partition(edges, weights, max_group_size=max_group_size, resolution=resolution,
                                 randomness=randomness, seed=seed, backend=backend, verbose=verbose)
         group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
@@ -135,6 +137,19 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
         write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     return path
+
+
+def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:
+    """Warn when a reused artifact's groups were made by another version of the partitioning procedure."""
+    from ._partition import PARTITION_VERSION
+    if not leiden:  # labels given by the caller: no procedure to differ
+        return
+    stored = meta.get('partition', {}).get('version', 1)
+    if stored != PARTITION_VERSION:
+        warnings.warn(f'{path} holds groups made by partition version {stored!r}; this pyterrier-garen makes '
+                      f'version {PARTITION_VERSION}, which can give other groups for the same graph and seed. It is '
+                      'reused as it is; to build it again, pass overwrite=True (its summaries are then made again)',
+                      stacklevel=3)
 
 
 def fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:

@@ -23,6 +23,10 @@ ITERATIONS = -1
 #: Chosen by measurement, see docs/scale.md.
 TOLERANCE, PATIENCE = 1e-4, 2
 LARGE_GRAPH, LARGE_PATIENCE = 100_000, 1
+#: Version of the partitioning procedure, stored in every artifact's ``partition`` metadata. Raise it with any change
+#: that can give other labels for the same graph, parameters and seed: a build that finds an artifact of another
+#: version then warns that its groups came from other code (artifacts written before versions were stored are 1).
+PARTITION_VERSION = 1
 
 
 @dataclass

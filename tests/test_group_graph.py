@@ -102,6 +102,37 @@ def test_reopen_same_params_reuses_and_other_params_refuse(cran_bm25_graph, tmp_
     assert rebuilt.group_sizes.max() <= 10
 
 
+def test_reuse_warns_when_another_partition_version_made_the_groups(tmp_path, monkeypatch):
+    import warnings
+
+    import pyterrier_garen._partition as partition
+    from pyterrier_garen.synthetic import planted_knn_graph
+    edges, weights, _, _ = planted_knn_graph(300, k=8, seed=3)
+    docnos = [f'd{i}' for i in range(300)]
+    built = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights)
+    assert built.meta['partition']['version'] == partition.PARTITION_VERSION
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # same version: reused without a word
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights)
+    meta_path = tmp_path / 'g' / 'pt_meta.json'
+    meta = json.loads(meta_path.read_text())
+    del meta['partition']['version']  # written before versions were stored: taken as version 1
+    meta_path.write_text(json.dumps(meta))
+    monkeypatch.setattr(partition, 'PARTITION_VERSION', 2)
+    with pytest.warns(UserWarning, match=r"partition version 1; .* makes version 2.*overwrite=True") as record:
+        again = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights)
+    assert len(record) == 1
+    assert 'version' not in again.meta['partition']  # reused as it is, not rebuilt
+    rebuilt = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, edges, weights, overwrite=True)
+    assert rebuilt.meta['partition']['version'] == 2
+    # labels given by the caller: no procedure whose version could differ, and no warning when reused
+    given = GroupCorpusGraph.from_arrays(tmp_path / 'h', docnos, edges, weights, labels=np.arange(300) % 7)
+    assert 'version' not in given.meta['partition']
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        GroupCorpusGraph.from_arrays(tmp_path / 'h', docnos, edges, weights, labels=np.arange(300) % 7)
+
+
 def test_failed_build_leaves_nothing(cran_bm25_graph, tmp_path, monkeypatch):
     import pyterrier_garen._group_builder as builder
 

@@ -184,3 +184,60 @@ def test_a_group_at_the_limit_next_to_one_over_it_is_left_alone():
 def test_verbose_shows_the_re_partitioning(capsys):
     leiden_partition(*clique(21), verbose=True)
     assert 're-partitioning large groups' in capsys.readouterr().err
+
+
+def _knn(rows):
+    """A k-NN graph in np_topk layout from neighbour lists (short rows padded with the node itself, weight 0)."""
+    k = max(map(len, rows))
+    edges = np.array([r + [i] * (k - len(r)) for i, r in enumerate(rows)])
+    return edges, np.where(edges == np.arange(len(rows))[:, None], 0, 1.0).astype(np.float32)
+
+
+def test_parts_of_a_split_group_never_take_the_label_of_an_untouched_group():
+    # Two 15-cliques joined by 10 edges (nodes 0-29; degree sum 220 on each side), 300 separate 10-cliques, then a
+    # 6-clique (the last nodes). In the whole graph (m = 13,735) merging the pair gains modularity:
+    # 10/m > (220 * 220) / (2 m^2). Alone
+    # (m = 220) splitting it does: 10/220 < 1/2. So the top level gives 302 groups, the 6-clique holding the
+    # largest label, and only the pair (30 > 20) is partitioned again, into its two cliques: 303 groups, each
+    # planted clique exactly one of them, numbered by its smallest node.
+    rows = [[j for j in range(15) if j != i] for i in range(15)]
+    rows += [[15 + j for j in range(15) if j != i] for i in range(15)]
+    for c in range(10):
+        rows[c].append(15 + c)
+    for start in range(30, 3030, 10):
+        rows += [[start + j for j in range(10) if j != i] for i in range(10)]
+    rows += [[3030 + j for j in range(6) if j != i] for i in range(6)]
+    part = leiden_partition(*_knn(rows), max_group_size=20)
+    planted = np.concatenate([[0] * 15, [1] * 15, np.repeat(np.arange(2, 302), 10), [302] * 6])
+    assert part.leiden_calls == 2
+    assert part.num_groups == 303
+    np.testing.assert_array_equal(part.labels, planted)
+    assert part.unsplittable == []
+
+
+def _burn(cpu_seconds):
+    """Spend ``cpu_seconds`` of process CPU time (and at least as much wall-clock time)."""
+    until = time.process_time() + cpu_seconds
+    while time.process_time() < until:
+        pass
+
+
+def test_each_stage_time_is_its_own_stage(monkeypatch):
+    import igraph  # noqa: F401  (imported here first, its import time would count in the leiden stage)
+
+    import pyterrier_garen._partition as partition
+    costs = {'symmetrise': 0.10, 'leiden': 0.30, 'split': 0.20}  # distinct, so a moved boundary shows
+    for name, attr in (('symmetrise', 'symmetrise'), ('leiden', '_leiden_until_settled'), ('split', '_split_groups')):
+        original = getattr(partition, attr)
+
+        def slow(*args, _original=original, _cost=costs[name], **kwargs):
+            out = _original(*args, **kwargs)
+            _burn(_cost)
+            return out
+        monkeypatch.setattr(partition, attr, slow)
+    part = leiden_partition(*clique(21))  # one group over the limit: one split run
+    assert part.leiden_calls == 2
+    for name, cost in costs.items():
+        # the real work on 21 nodes takes milliseconds; a boundary moved by another stage's time is >= 0.1 off
+        assert cost <= part.cpu_seconds[name] < cost + 0.08, (name, part.cpu_seconds)
+        assert part.seconds[name] >= cost, (name, part.seconds)
