@@ -517,11 +517,12 @@ class GAREN(WindowSearch):
 
         def is_open(gid):
             return opened.get(gid, 0) < sizes[gid]
-        votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
         # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
         top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
-        if self.dropped_vote != 1:
-            votes = weighted_votes(window, set(top), view.neighbour_groups.__getitem__, self.dropped_vote)
+        if self.dropped_vote == 1:  # the paper's votes
+            votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
+        else:
+            votes = weighted_votes(window, set(top), self._linked(state, view), self.dropped_vote)
         chosen = select_groups(votes, state.cache, self.group_budget, best_rank=best_rank, is_open=is_open,
                                fill=state.fill_groups())
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
@@ -570,10 +571,14 @@ class GAREN(WindowSearch):
         spread = float(scored.std()) if len(scored) > 1 else 0.
         spread = spread if spread > 0 else 1.
         verdicts = group_feedback(state.last, view.group_of, self.keep) if self.feedback else {}
-        links = link_feedback(state.last, partial(linked_groups, neighbours=state.neighbours, group_of=view.group_of,
-                                                  cache=view.neighbour_groups), self.keep) if self.link_feedback else {}
+        links = link_feedback(state.last, self._linked(state, view), self.keep) if self.link_feedback else {}
         return lambda g: ((value(g) - mean) / spread + self.feedback * verdicts.get(g, 0.) +
                           self.link_feedback * links.get(g, 0.))
+
+    @staticmethod
+    def _linked(state: QueryState, view: GroupView) -> Callable[[str], Tuple[int, ...]]:
+        """``linked(d)``: the distinct groups of ``N_k(d)``, memoised in the view (see :func:`linked_groups`)."""
+        return partial(linked_groups, neighbours=state.neighbours, group_of=view.group_of, cache=view.neighbour_groups)
 
     def _columns(self, state, ranking):
         return {**super()._columns(state, ranking), 'group': [self.groups.group_of(d) for d in ranking]}

@@ -27,13 +27,7 @@ def group_feedback(last: Verdicts, group_of: Callable[[str], int], keep: int) ->
     re-ranking it placed in the kept top ``keep`` (position < ``keep``), a miss one it placed below; so the value is
     in (-1, 1), 0 for a group with no re-ranked member, and the ``+ 1`` shrinks the verdict on few members.
     """
-    counts: Dict[int, List[int]] = {}
-    for docno, (_, position) in last.items():
-        gid = group_of(docno)
-        if gid != -1:
-            hit_miss = counts.setdefault(gid, [0, 0])
-            hit_miss[position >= keep] += 1
-    return {gid: (hits - misses) / (hits + misses + 1) for gid, (hits, misses) in counts.items()}
+    return link_feedback(last, lambda docno: () if (gid := group_of(docno)) == -1 else (gid,), keep)
 
 
 def link_feedback(last: Verdicts, linked: Callable[[str], Iterable[int]], keep: int) -> Dict[int, float]:
