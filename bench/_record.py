@@ -13,6 +13,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from pyterrier_garen import code_version
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -47,7 +49,7 @@ def save(path, *, caption: str, columns, rows, lines=(), command: str = None, tr
         'date': date or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
         'load_average': round(os.getloadavg()[0], 1),
         'cores': os.cpu_count(),
-        'code': _code_version(),
+        'code': code_version(ROOT),
         'caption': caption,
         'columns': [list(c) for c in columns],
         'rows': [{k: _plain(v) for k, v in row.items()} for row in rows],
@@ -68,14 +70,3 @@ def _plain(value):
     return value.item() if hasattr(value, 'item') else value
 
 
-def _code_version() -> str:
-    """The package's git commit (``+changes`` when its files differ from it), as ``compare --json`` records it."""
-    import subprocess
-    try:
-        head = subprocess.run(['git', '-C', str(ROOT), 'rev-parse', '--short=8', 'HEAD'], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(['git', '-C', str(ROOT), 'status', '--porcelain', '--untracked-files=no', '--',
-                                'pyterrier_garen'], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return 'unknown'
-    return head + ('+changes' if dirty else '')

@@ -42,6 +42,7 @@ _EXPORTS = {
     'register_system': '._registry',
     'register_navigator': '._registry',
     'evaluation_qrels': '._compare',
+    'code_version': '._provenance',  # the git commit saved results record (compare --json, bench --json)
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',

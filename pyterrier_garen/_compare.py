@@ -12,6 +12,7 @@ import pyterrier as pt
 
 from . import _registry
 from ._params import check_int, check_number
+from ._provenance import code_version
 
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
@@ -376,15 +377,3 @@ def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
     tmp.replace(path)
 
 
-def code_version() -> str:
-    """The git commit of this package's checkout (``+changes`` when its files differ from it), or ``'unknown'``."""
-    import subprocess
-    root = Path(__file__).resolve().parents[1]
-    try:
-        head = subprocess.run(['git', '-C', str(root), 'rev-parse', '--short=8', 'HEAD'], capture_output=True,
-                              text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(['git', '-C', str(root), 'status', '--porcelain', '--untracked-files=no', '--',
-                                'pyterrier_garen'], capture_output=True, text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return 'unknown'
-    return head + ('+changes' if dirty else '')
