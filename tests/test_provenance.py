@@ -10,7 +10,8 @@ pytestmark = pytest.mark.skipif(shutil.which('git') is None, reason='git is not 
 
 
 def _git(root, *args):
-    return subprocess.run(['git', '-C', str(root), '-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false', *args],
+    config = ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'commit.gpgsign=false']
+    return subprocess.run(['git', '-C', str(root), *config, *args],
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
