@@ -173,6 +173,17 @@ def _leiden_until_settled(graph, *, resolution: float, randomness: float, seed: 
     return np.asarray(membership, dtype=np.int64), float(quality)
 
 
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(keys, kind='stable')`` for keys in ``[0, bound)``, as a radix sort when they fit in 16 bits.
+
+    NumPy sorts integers of at most 16 bits stably with a radix sort, several times faster than the merge sort it
+    uses for wider ones (about 0.3 against 1.1 CPU-s for 10M keys); the order is the same.
+    """
+    if bound <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind='stable')
+    return np.argsort(keys, kind='stable')
+
+
 def _split_groups(group: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray, *, resolution: float,
                   randomness: float, seed: int, backend: Backend, iterations: int = -1) -> np.ndarray:
     """Leiden (modularity) on the induced subgraph of each of several groups, one run per group.
@@ -191,14 +202,14 @@ def _split_groups(group: np.ndarray, u: np.ndarray, v: np.ndarray, w: np.ndarray
         The part of every node inside its group (``0..parts-1`` per group).
     """
     num_groups = int(group.max()) + 1 if len(group) else 0
-    by_group = np.argsort(group, kind='stable')  # nodes of group 0 in id order, then group 1, ...
+    by_group = _stable_order(group, num_groups)  # nodes of group 0 in id order, then group 1, ...
     node_starts = np.concatenate([[0], np.cumsum(np.bincount(group, minlength=num_groups))])
     local = np.empty(len(group), dtype=np.int64)
     local[by_group] = np.arange(len(group)) - node_starts[group[by_group]]
     edge_group = group[u]
     # local ids grow with node ids inside a group, so a stable sort by group keeps every group's edges sorted by
     # (local u, local v): the order of a three-key lexsort, at a fraction of its cost
-    order = np.argsort(edge_group, kind='stable')
+    order = _stable_order(edge_group, num_groups)
     sub_u, sub_v, sub_w = local[u[order]], local[v[order]], w[order]
     del order
     edge_starts = np.concatenate([[0], np.cumsum(np.bincount(edge_group, minlength=num_groups))])

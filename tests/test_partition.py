@@ -253,3 +253,14 @@ def test_planted_knn_graph_structure():
     assert purity > 0.95
     with pytest.raises(ValueError, match='p_subtopic'):
         planted_knn_graph(100, p_subtopic=0.8, p_topic=0.5)
+
+
+@pytest.mark.parametrize('bound', [1, 3, 1 << 16, (1 << 16) + 1, 1 << 20])
+def test_stable_order_is_a_stable_sort_at_the_16_bit_edge(bound):
+    from pyterrier_garen._partition import _stable_order
+    rng = np.random.default_rng(bound)
+    keys = rng.integers(0, bound, size=5000)
+    keys[:3] = bound - 1  # the largest key (65535 fits the radix path, 65536 does not) and ties among equal keys
+    order = _stable_order(keys, bound)
+    # the reference: sort by (key, position), which is what stability means
+    np.testing.assert_array_equal(order, np.lexsort((np.arange(len(keys)), keys)))
