@@ -27,34 +27,64 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
             where = '' if column == 'qid' else f' (qids {sorted({str(q) for q in inp.qid[empty]})[:5]})'
             raise ValueError(f'{context!r}: {int(empty.sum())} first-stage rows have no {column} (None/NaN){where}; '
                              f'every row needs its {column}')
-    check_one_query_per_qid(inp, context)
-    order = [c for c in ('rank', 'score') if c in inp.columns][:1]
-    frame = inp.sort_values(order, ascending='rank' in order, kind='stable') if order else inp
-    frame = frame.assign(docno=frame['docno'].astype(str))
-    duplicated = frame.duplicated(['qid', 'docno']).to_numpy()
-    if duplicated.any():
-        warnings.warn(f'{context!r}: dropped {duplicated.sum()} duplicate docnos (kept the first occurrence of each '
-                      f'per query)', stacklevel=3)
-        frame = frame[~duplicated]
-    # the groups of frame.groupby('qid', sort=False), without a frame per query: qids in order of first appearance
-    codes, qids = pd.factorize(frame['qid'], sort=False)
-    order = np.argsort(codes, kind='stable')
+    # One pass of NumPy over row positions instead of sorting, deduplicating and grouping the frame itself: with
+    # pandas' Arrow-backed strings every frame-wide step (a sort's take, duplicated, groupby) converts whole string
+    # columns, about 40 ms for 93 queries x 1000 rows against 10 here. The order is the same: rows by ``rank``
+    # (else descending ``score``, ties in input order, pandas' stable sort of that one column), queries in order
+    # of first appearance in that order, the first occurrence of each docno kept.
+    by = [c for c in ('rank', 'score') if c in inp.columns][:1]
+    if by:
+        positions = inp[by[0]].reset_index(drop=True).sort_values(ascending='rank' in by, kind='stable')
+        positions = positions.index.to_numpy()
+    else:
+        positions = np.arange(len(inp))
+    codes, qids = pd.factorize(inp['qid'], sort=False)
+    if len(inp):
+        _check_one_query(inp, codes, qids, context)
+    codes = codes[positions]
+    first = np.full(len(qids), len(positions))
+    np.minimum.at(first, codes, np.arange(len(positions)))
+    by_appearance = np.argsort(first, kind='stable')  # qid codes in order of first appearance after sorting
+    renumber = np.empty(len(qids), dtype=np.int64)
+    renumber[by_appearance] = np.arange(len(qids))
+    codes = renumber[codes]
+    qids = qids.take(by_appearance)
+    rows = positions[np.argsort(codes, kind='stable')]  # grouped by query, each in rank order
     ends = np.cumsum(np.bincount(codes, minlength=len(qids)))
-    docnos = np.split(frame['docno'].to_numpy(dtype=object)[order], ends[:-1])
-    queries = frame['query'].to_numpy(dtype=object)[order]
-    return [(qid, queries[end - len(docs)], docs.tolist()) for qid, end, docs in zip(qids, ends.tolist(), docnos)]
+    docnos = inp['docno'].astype(str).to_numpy(dtype=object)[rows]
+    queries = inp['query'].iloc[rows[ends - np.diff(ends, prepend=0)]].to_numpy(dtype=object) if len(qids) else []
+    out, dropped = [], 0
+    for qid, query, docs in zip(qids, queries, np.split(docnos, ends[:-1])):
+        kept = list(dict.fromkeys(docs.tolist()))
+        dropped += len(docs) - len(kept)
+        out.append((qid, query, kept))
+    if dropped:
+        warnings.warn(f'{context!r}: dropped {dropped} duplicate docnos (kept the first occurrence of each '
+                      f'per query)', stacklevel=3)
+    return out
 
 
 def check_one_query_per_qid(frame: pd.DataFrame, context: Any = None) -> None:
     """Refuse rows where one qid carries two different query texts (they would be searched as one query)."""
     if frame.empty:
         return
-    counts = frame.groupby('qid', sort=False)['query'].nunique()
-    clashing = counts[counts > 1]
+    _check_one_query(frame, *pd.factorize(frame['qid'], sort=False), context)
+
+
+def _check_one_query(frame: pd.DataFrame, codes: np.ndarray, qids: Any, context: Any) -> None:
+    """:func:`check_one_query_per_qid` given ``pd.factorize(frame['qid'], sort=False)`` (rows without a qid or a
+    query are not counted, as in a groupby)."""
+    texts, _ = pd.factorize(frame['query'], sort=False)
+    known = (codes >= 0) & (texts >= 0)
+    width = int(texts.max()) + 1 if len(texts) else 1
+    pairs = np.unique(codes[known].astype(np.int64) * width + texts[known])
+    counts = np.bincount(pairs // width, minlength=len(qids))
+    clashing = np.flatnonzero(counts > 1)  # codes number the qids in order of first appearance
     if len(clashing):
-        qid = clashing.index[0]
-        texts = list(dict.fromkeys(frame.loc[frame.qid == qid, 'query']))[:2]
-        raise ValueError(f'{context!r}: qid {qid!r} carries {int(clashing.iloc[0])} different queries (e.g. '
+        qid = qids[clashing[0]]
+        clash = frame.loc[codes == clashing[0], 'query']
+        texts = list(dict.fromkeys(clash[clash.notna()]))[:2]
+        raise ValueError(f'{context!r}: qid {qid!r} carries {int(counts[clashing[0]])} different queries (e.g. '
                          f'{texts[0]!r} and {texts[1]!r}; {len(clashing)} qids like this); each qid must name one '
                          'query: give the queries distinct qids')
 

@@ -533,7 +533,8 @@ class GAREN(WindowSearch):
             state.cache.__getitem__
         if self.feedback or self.link_feedback:
             value = self._with_feedback(state, view, value)
-        eligible = by_value([g for g in dict.fromkeys([*votes, *chosen]) if g in state.cache and
+        cache = state.cache  # the scored groups among the candidates and the chosen ones, still open
+        eligible = by_value([g for g in chain(votes, (g for g in chosen if g not in votes)) if g in cache and
                              opened.get(g, 0) < sizes[g]], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
             explore = not exploit_now(top, view.group_of, eligible, self.switch_members)

@@ -25,6 +25,11 @@ __all__ = ['GARENState', 'GroupView', 'by_value']
 class GroupView:
     """What GAREN asks of a group graph during one ``transform`` call, memoised for all queries of the call.
 
+    On a GroupCorpusGraph the groups of each document's neighbours (and its docno and group look-ups) are memoised
+    on the graph itself, so later calls on the same graph (another system of an experiment, the next batch of
+    queries) reuse them; they depend on the graph alone. The memo holds one small tuple per document ever met in a
+    window, at most the collection.
+
     A group's members are taken to be exactly the documents whose ``group_of`` is that group (true of every group
     graph the package builds), so "the group still holds an unobserved member" is a count: observed members against
     the group's size.
@@ -36,17 +41,32 @@ class GroupView:
     def __init__(self, groups: Any):
         self.groups = groups
         self.group_of: Callable[[str], int] = groups.group_of
-        self.neighbour_groups: Dict[str, Tuple[int, ...]] = {}  # docno -> the groups of N_k(d) (see vote_groups)
+        self._native = _native(groups)
+        # docno -> the groups of N_k(d) (see vote_groups); a GroupCorpusGraph keeps them across calls, as it keeps
+        # its docno and group look-ups (they depend on the graph alone)
+        self.neighbour_groups: Dict[str, Tuple[int, ...]] = groups._neighbour_groups_cache if self._native else {}
         self._members: Dict[int, List[str]] = {}
         self.sizes: Dict[int, int] = _Memo(self.size)  # gid -> number of distinct members, computed when first asked
         self._summaries: Dict[int, str] = {}
-        self._native = _native(groups)
         if self._native:
             self._edges, self._group_ids = groups.edges_data, groups.group_ids
             self._offsets = groups._group_offsets
 
     def groups_of(self, docnos: Sequence[str]) -> List[int]:
-        """``Omega(d)`` of each docno (one vectorised look-up when the graph offers ``groups_of``)."""
+        """``Omega(d)`` of each docno (one vectorised look-up when the graph offers ``groups_of``).
+
+        On a GroupCorpusGraph the answers also go into the memo of its ``group_of``, so that first-stage docnos seen
+        before (they recur across queries and calls) cost one dict look-up each.
+        """
+        if self._native:
+            memo = self.groups._group_cache
+            try:
+                return list(map(memo.__getitem__, docnos))
+            except KeyError:  # some not asked about before
+                pass
+            found = np.asarray(self.groups.groups_of(docnos)).tolist()
+            memo.update(zip(map(str, docnos), found))
+            return found
         if hasattr(self.groups, 'groups_of'):
             return np.asarray(self.groups.groups_of(docnos)).tolist()
         return [self.group_of(d) for d in docnos]
@@ -132,10 +152,8 @@ class GARENState(QueryState):
         if self.r0_groups is not None:
             return
         self.r0_groups = view.groups_of(self.r0) if self.r0 else []
-        best_rank = self.best_rank
-        for rank, gid in enumerate(self.r0_groups):
-            if gid not in best_rank:
-                best_rank[gid] = rank
+        # from the bottom up, so that each group's best (smallest) rank is the one written last
+        self.best_rank.update(zip(reversed(self.r0_groups), range(len(self.r0_groups) - 1, -1, -1)))
 
     def ordered(self, view: GroupView, gid: int) -> List[str]:
         """A group's members in expansion order: first-stage rank order, then members absent from ``R_0`` in the
@@ -191,6 +209,8 @@ def by_value(groups: List[int], value: Callable[[int], float], votes: Dict[int, 
     values = list(map(value, groups))
     order = sorted(range(len(groups)), key=values.__getitem__, reverse=True)  # equal values keep their order
     out = [groups[i] for i in order]
+    if len(set(values)) == len(values):  # no ties (the usual case): nothing more to sort
+        return out
     values = [values[i] for i in order]
     start = 0
     for end in range(1, len(out) + 1):

@@ -5,7 +5,7 @@ import os
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pyterrier as pt
@@ -330,6 +330,11 @@ class GroupCorpusGraph(CorpusGraph):
 
     @cached_property
     def _member_cache(self) -> Dict[int, List[str]]:
+        return {}
+
+    @cached_property
+    def _neighbour_groups_cache(self) -> Dict[str, Tuple[int, ...]]:
+        """docno -> the distinct groups of its neighbours, as GAREN's expansion step computes them (memo)."""
         return {}
 
     def groups_of(self, docnos: Sequence[str]) -> np.ndarray:

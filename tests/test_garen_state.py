@@ -109,6 +109,19 @@ def test_neighbour_groups_are_the_docno_routes_tuples(graph):
     assert view.neighbour_groups['zz1'] == ()
 
 
+def test_neighbour_groups_persist_on_the_graph_across_calls(graph):
+    """The memo lives on the GroupCorpusGraph: a second call finds it filled and ranks exactly as the first."""
+    inp = first_stages()
+    garen = GAREN(HashScorer(), graph, HashScorer('navigator'), window=10, keep=5, budget=40, group_budget=4)
+    graph._neighbour_groups_cache.clear()  # the graph is shared by this module's tests
+    first = garen(inp)
+    memo = dict(graph._neighbour_groups_cache)
+    assert memo  # filled by the first call's expansion steps
+    assert GroupView(graph).neighbour_groups is graph._neighbour_groups_cache
+    pd.testing.assert_frame_equal(garen(inp), first)
+    assert {d: memo[d] for d in memo} == {d: graph._neighbour_groups_cache[d] for d in memo}  # entries never change
+
+
 def test_group_sizes_and_members(graph):
     for view in (GroupView(graph), GroupView(DocnoOnly(graph))):
         for gid in range(graph.num_groups):
