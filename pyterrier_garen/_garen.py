@@ -24,7 +24,8 @@ from ._params import (check_bool, check_choice, check_groups, check_int, check_n
 from ._verdicts import group_feedback, link_feedback, weighted_votes
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
-           'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'exploit_now', 'by_links',
+           'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'mix', 'source_share', 'exploit_now',
+           'by_links',
            'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
@@ -248,6 +249,41 @@ def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: i
     return list(out)
 
 
+def mix(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, share: float) -> List[str]:
+    """Up to ``n`` expansion documents, a ``share`` of the slots (spread evenly) from the first stage.
+
+    Slot ``i`` (1-based) goes to the first stage when ``round(i * share)`` grows there, so ``round(n * share)`` of
+    ``n`` slots do. When one source runs dry the other fills its slots; duplicates are taken once.
+    """
+    sources = [iter(from_groups), iter(from_first_stage)]
+    out: Dict[str, None] = {}
+    position = 0
+    while len(out) < n:
+        position += 1
+        first = 1 if math.floor(position * share + 0.5) > math.floor((position - 1) * share + 0.5) else 0
+        docno = next(sources[first], None)
+        if docno is None:
+            docno = next(sources[1 - first], None)
+            if docno is None:
+                break
+        out.setdefault(docno)
+    return list(out)
+
+
+def source_share(kept_first_stage: int, seen_first_stage: int, kept_groups: int, seen_groups: int,
+                 prior: float = 0.5) -> float:
+    """Share of the next expansion's slots for the first stage, from how often each source's documents entered the
+    kept top ``h``.
+
+    Each source's rate is ``(kept + 1) / (seen + 2)``; the share's odds are the ``prior`` share's odds times the
+    ratio of the two rates, so the share is ``prior`` before any evidence and moves towards the source whose
+    documents the reranker keeps.
+    """
+    first = prior * (kept_first_stage + 1) / (seen_first_stage + 2)
+    groups = (1 - prior) * (kept_groups + 1) / (seen_groups + 2)
+    return first / (first + groups)
+
+
 def exploit_now(top: Sequence[str], group_of: Callable[[str], int], eligible: Iterable[int], min_members: int) -> bool:
     """Evidence-driven switch: exploit when an eligible group already holds ``min_members`` docs of the top ``h``."""
     counts: Dict[int, int] = {}
@@ -359,6 +395,7 @@ class GAREN(WindowSearch):
                  alpha: float = 0.01,
                  evidence_weight: float = 0.0,
                  interleave: int = 0,
+                 adaptive_interleave: float = 0.0,
                  switch_members: int = 0,
                  fusion: float = 0.0,
                  tail_fusion: Optional[float] = None,
@@ -391,6 +428,12 @@ class GAREN(WindowSearch):
                 so expansion also follows what the reranker has confirmed.
             interleave: (beyond the paper; 0 = off) every ``interleave``-th expansion slot goes to the best
                 unobserved first-stage document (:func:`interleave`), so more of the first stage's head is re-ranked.
+            adaptive_interleave: (beyond the paper; 0 = off) the reranker decides that share instead: each
+                expansion gives the first stage's best unobserved documents the share :func:`source_share` of its
+                slots (:func:`mix`), from how often each source's earlier expansion documents entered the kept top
+                ``h``; the value, in (0, 1), is the share of the first expansion (the prior). Where the first
+                stage's head holds the relevant documents it gets more slots, where the groups do they get them.
+                Not with ``interleave``.
             switch_members: (beyond the paper; 0 = off, the fixed ``tau_switch``) explore until an eligible group
                 holds ``switch_members`` documents of the current top ``h``, exploit in those iterations
                 (:func:`exploit_now`); replaces ``tau_switch`` for ``strategy='explore_exploit'``.
@@ -441,6 +484,7 @@ class GAREN(WindowSearch):
         self.alpha = alpha
         self.evidence_weight = evidence_weight
         self.interleave = interleave
+        self.adaptive_interleave = adaptive_interleave
         self.switch_members = switch_members
         self.fusion = fusion
         self.tail_fusion = tail_fusion
@@ -470,6 +514,11 @@ class GAREN(WindowSearch):
         resolve_final_order(final_order, reranker)  # checks the value
         check_choice('member_order', member_order, MEMBER_ORDERS)
         check_bool(propagate=propagate, trace=trace)
+        check_number('adaptive_interleave', adaptive_interleave, low=0, high=1, high_open=True,
+                     note='0 = off, else the first expansion\'s first-stage share')
+        if adaptive_interleave and interleave:
+            raise ValueError(f'adaptive_interleave={adaptive_interleave} sets the first stage\'s share of the slots '
+                             f'itself; it cannot be combined with interleave={interleave}: pass one of them')
 
     columns = ('iteration', 'group')
     graph_param = 'groups'
@@ -545,14 +594,17 @@ class GAREN(WindowSearch):
         else:
             pools = _LazyPools(eligible, partial(state.pool, view))
         picked = take(pools, n, round_robin=explore)
-        if self.interleave:
+        share = self._first_stage_share(state, t) if self.adaptive_interleave else None
+        if self.interleave or share is not None:
             taken = set(picked)
             head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
-            mixed = interleave(picked, head, n, self.interleave)
+            mixed = interleave(picked, head, n, self.interleave) if share is None else mix(picked, head, n, share)
             picked = [d for d in mixed if d in taken]
             expansion = state.backfill(mixed, n)
         else:
             expansion = state.backfill(picked, n)
+        if share is not None:  # where each expansion document came from, for the next step's share
+            state.sources = {d: d in taken for d in expansion}
         from_groups = set(picked)
         event = {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
                  'scored': scored, 'eligible': eligible,
@@ -560,8 +612,20 @@ class GAREN(WindowSearch):
                  'backfill': [d for d in expansion if d not in from_groups]}
         if evidence:
             event['evidence'] = evidence
+        if share is not None:
+            event['first_stage_share'] = share
         yield EVENT, event
         return expansion
+
+    def _first_stage_share(self, state: GARENState, t: int) -> float:
+        """:func:`source_share` after counting which of the last expansion's documents window ``t`` kept."""
+        counts = state.source_counts
+        for docno, from_groups in state.sources.items():
+            kept = state.last[docno][1] < self.keep  # re-ranked in window t, as every expansion document is
+            counts[2 * from_groups] += kept
+            counts[2 * from_groups + 1] += 1
+        state.sources = {}
+        return source_share(*counts, prior=self.adaptive_interleave)
 
     def _with_feedback(self, state: QueryState, view: GroupView, value: Callable[[int], float]
                        ) -> Callable[[int], float]:

@@ -110,3 +110,50 @@ def test_member_order_by_links():
 def test_bad_options(kwargs):
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         run(**kwargs)
+
+
+def test_source_share_by_hand():
+    from pyterrier_garen._garen import source_share
+    assert source_share(0, 0, 0, 0) == 0.5  # no evidence yet: half the slots
+    # first stage kept 3 of 4 -> (3+1)/(4+2) = 2/3; groups kept 0 of 6 -> 1/8; share = (2/3) / (2/3 + 1/8) = 16/19
+    assert source_share(3, 4, 0, 6) == pytest.approx(16 / 19)
+    assert source_share(0, 6, 3, 4) == pytest.approx(3 / 19)
+    assert source_share(0, 0, 0, 0, prior=0.25) == 0.25
+    # prior odds 1/3 times the rate ratio (2/3) / (1/8) = 16/3: odds 16/9, share 16/25
+    assert source_share(3, 4, 0, 6, prior=0.25) == pytest.approx(16 / 25)
+
+
+def test_mix_spreads_the_first_stage_slots():
+    from pyterrier_garen._garen import mix
+    g, f = ['g1', 'g2', 'g3', 'g4'], ['f1', 'f2', 'f3', 'f4']
+    assert mix(g, f, 4, 0.5) == ['f1', 'g1', 'f2', 'g2']
+    assert mix(g, f, 4, 0.25) == ['g1', 'f1', 'g2', 'g3']  # round(4 * 0.25) = 1 slot, the second
+    assert mix(g, f, 4, 0.0) == g
+    assert mix(g, f, 3, 1.0) == f[:3]
+    assert mix(['g1'], f, 3, 0.25) == ['g1', 'f1', 'f2']  # groups dry: the first stage fills
+    assert mix(['g1', 'f1'], ['f1', 'f2'], 3, 0.5) == ['f1', 'g1', 'f2']  # a duplicate is taken once
+    assert mix([], [], 3, 0.5) == []
+
+
+def test_adaptive_interleave_in_garen():
+    from pyterrier_garen._garen import source_share
+    garen, windows, _ = run(adaptive_interleave=0.5)
+    # t=1: share 1/2 of the two slots: slot 1 the best unobserved first-stage document (a5), slot 2 the groups' y1;
+    # window 2 re-ranks to a1 y1 a3 a5: the group's y1 kept (top 2), a5 not: (0+1)/(1+2) vs (1+1)/(1+2) -> 1/3;
+    # window 3 keeps a1 y1: neither y2 (groups) nor a6 (first stage): 1/4 vs 2/4 -> 1/3 again
+    assert windows[1] == ['a1', 'a3', 'a5', 'y1']
+    assert windows[2] == ['a1', 'y1', 'y2', 'a6']  # share 1/3 of 2 slots: round(2/3) = 1, the second slot
+    trace = garen.last_trace  # one step per iteration
+    assert [step.get('first_stage_share') for step in trace] == pytest.approx([1 / 2, 1 / 3, 1 / 3, None])
+    counts = [0, 0, 0, 0]  # the same shares from the trace: what each window kept of the previous expansion
+    for before, step in zip(trace, trace[1:-1]):
+        for docno in before['expansion']:
+            from_groups = docno not in before['backfill']
+            counts[2 * from_groups] += docno in step['reranked'][:2]
+            counts[2 * from_groups + 1] += 1
+        assert step['first_stage_share'] == pytest.approx(source_share(*counts))
+    with pytest.raises(ValueError, match='cannot be combined with interleave=2'):
+        run(adaptive_interleave=0.5, interleave=2)
+    for bad in (1, 1.5, -0.1, True):
+        with pytest.raises(ValueError, match='adaptive_interleave'):
+            run(adaptive_interleave=bad)
