@@ -184,9 +184,11 @@ def test_garen_plus_legend_says_whether_the_baselines_got_its_fusion():
     from pyterrier_garen.__main__ import build_parser
     from pyterrier_garen._compare import garen_plus_legend
     alone, shared = garen_plus_legend(), garen_plus_legend(shared=True)
-    assert 'no other row has it here: `--fusion 0.1 --tail-fusion 0.5 --observed-fusion 1` gives' in alone
+    assert 'no other row has it here: `--fusion 0.1 --tail-fusion 0.5 --observed-fusion 3` gives' in alone
     assert 'no other row' not in shared
     assert 'Here every row got the same fusion stage' in shared
     # the flags the legend names are compare's own and give GAREN+'s weights
-    args = build_parser().parse_args(['compare', '--fusion', '0.1', '--tail-fusion', '0.5', '--observed-fusion', '1'])
-    assert (args.fusion, args.tail_fusion, args.observed_fusion, args.fusion_head) == (0.1, 0.5, 1.0, 10)
+    args = build_parser().parse_args(['compare', '--fusion', '0.1', '--tail-fusion', '0.5', '--observed-fusion', '3'])
+    assert (args.fusion, args.tail_fusion, args.observed_fusion, args.fusion_head) == (0.1, 0.5, 3.0, 10)
+    from pyterrier_garen._compare import GAREN_PLUS
+    assert (GAREN_PLUS['fusion'], GAREN_PLUS['tail_fusion'], GAREN_PLUS['observed_fusion']) == (0.1, 0.5, 3.0)
