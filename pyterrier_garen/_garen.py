@@ -234,19 +234,7 @@ def interleave(from_groups: Sequence[str], from_first_stage: Sequence[str], n: i
 
     When one source runs dry the other fills its slots; duplicates are taken once.
     """
-    sources = [iter(from_groups), iter(from_first_stage)]
-    out: Dict[str, None] = {}
-    position = 0
-    while len(out) < n:
-        position += 1
-        first = 1 if position % every == 0 else 0
-        docno = next(sources[first], None)
-        if docno is None:
-            docno = next(sources[1 - first], None)
-            if docno is None:
-                break
-        out.setdefault(docno)
-    return list(out)
+    return _fill_slots(from_groups, from_first_stage, n, lambda position: position % every == 0)
 
 
 def mix(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, share: float) -> List[str]:
@@ -255,12 +243,20 @@ def mix(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int, sha
     Slot ``i`` (1-based) goes to the first stage when ``round(i * share)`` grows there, so ``round(n * share)`` of
     ``n`` slots do. When one source runs dry the other fills its slots; duplicates are taken once.
     """
+    return _fill_slots(from_groups, from_first_stage, n, lambda position: math.floor(position * share + 0.5) >
+                       math.floor((position - 1) * share + 0.5))
+
+
+def _fill_slots(from_groups: Sequence[str], from_first_stage: Sequence[str], n: int,
+                first_stage_slot: Callable[[int], bool]) -> List[str]:
+    """Slots ``1..n`` filled from the first stage where ``first_stage_slot(i)``, else from the groups; a source that
+    runs dry leaves its slots to the other, and a document is taken once."""
     sources = [iter(from_groups), iter(from_first_stage)]
     out: Dict[str, None] = {}
     position = 0
     while len(out) < n:
         position += 1
-        first = 1 if math.floor(position * share + 0.5) > math.floor((position - 1) * share + 0.5) else 0
+        first = 1 if first_stage_slot(position) else 0
         docno = next(sources[first], None)
         if docno is None:
             docno = next(sources[1 - first], None)
