@@ -620,7 +620,6 @@ class GAREN(WindowSearch):
             kept = state.last[docno][1] < self.keep  # re-ranked in window t, as every expansion document is
             counts[2 * from_groups] += kept
             counts[2 * from_groups + 1] += 1
-        state.sources = {}
         return source_share(*counts, prior=self.adaptive_interleave)
 
     def _with_feedback(self, state: QueryState, view: GroupView, value: Callable[[int], float]

@@ -122,6 +122,19 @@ def test_neighbour_groups_persist_on_the_graph_across_calls(graph):
     assert {d: memo[d] for d in memo} == {d: graph._neighbour_groups_cache[d] for d in memo}  # entries never change
 
 
+def test_first_stage_groups_come_from_the_graphs_memo_the_second_time(graph, monkeypatch):
+    docnos = [f'd{i:03d}' for i in range(0, 150, 3)] + ['zz1']
+    expected = [graph.group_of(d) for d in docnos]
+    graph._group_cache.clear()
+    assert GroupView(graph).groups_of(docnos) == expected  # one vectorised look-up, which fills the memo
+    assert all(graph._group_cache[d] == g for d, g in zip(docnos, expected))
+
+    def no_lookup(_):
+        raise AssertionError('the memo should have answered')
+    monkeypatch.setattr(graph, 'groups_of', no_lookup)
+    assert GroupView(graph).groups_of(docnos) == expected
+
+
 def test_group_sizes_and_members(graph):
     for view in (GroupView(graph), GroupView(DocnoOnly(graph))):
         for gid in range(graph.num_groups):
