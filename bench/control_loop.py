@@ -3,6 +3,7 @@
     python bench/control_loop.py                     # vaswani, BM25 top 1000, budget 100, all 93 queries
     python bench/control_loop.py --repeat 5 --profile GAREN
     python bench/control_loop.py --repeat 5 --json bench/results/control_loop.json   # the README's figures
+    python bench/control_loop.py --first-call GAREN     # one system's first call, cold (a fresh process each)
 
 The reranker and the navigator cost (almost) nothing: they look each row's score up in a fixed table by docno (or
 group id), so what is timed is each search's own work: windows, graph and group look-ups, frames. The first stage is
@@ -59,6 +60,8 @@ def main():
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--profile', help='run this system once under cProfile and print the top functions')
     parser.add_argument('--json', metavar='PATH', help='also write the table for docs/regen.py (bench/_record.py)')
+    parser.add_argument('--first-call', metavar='SYSTEM', help="time this system's first call in this process, caches "
+                        'cold (no warm-up; run it in a fresh process for each system), then exit')
     args = parser.parse_args()
     from pyterrier_garen import LocalDataset, data_dir, prepare
     dataset = LocalDataset(data_dir(args.dataset))
@@ -66,6 +69,12 @@ def main():
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=args.depth)(dataset.get_topics())
     num_queries = first.qid.nunique()
     built = systems(prepared, args.budget)
+    if args.first_call:
+        cpu = time.process_time()
+        built[args.first_call](first)
+        cpu = time.process_time() - cpu
+        print(f'{args.first_call}: first call {cpu / num_queries * 1e3:.2f} CPU ms per query (cold caches)')
+        return
     for system in built.values():  # warm every cache (neighbour and docno look-ups, memory maps) once
         system(first)
     if args.profile:

@@ -50,9 +50,10 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
     codes = renumber[codes]
     qids = qids.take(by_appearance)
     rows = positions[np.argsort(codes, kind='stable')]  # grouped by query, each in rank order
-    ends = np.cumsum(np.bincount(codes, minlength=len(qids)))
+    counts = np.bincount(codes, minlength=len(qids))
+    ends = np.cumsum(counts)
     docnos = inp['docno'].astype(str).to_numpy(dtype=object)[rows]
-    queries = inp['query'].iloc[rows[ends - np.diff(ends, prepend=0)]].to_numpy(dtype=object) if len(qids) else []
+    queries = inp['query'].iloc[rows[ends - counts]].to_numpy(dtype=object)  # each query's first row
     out, dropped = [], 0
     for qid, query, docs in zip(qids, queries, np.split(docnos, ends[:-1])):
         kept = list(dict.fromkeys(docs.tolist()))
@@ -83,10 +84,10 @@ def _check_one_query(frame: pd.DataFrame, codes: np.ndarray, qids: Any, context:
     if len(clashing):
         qid = qids[clashing[0]]
         clash = frame.loc[codes == clashing[0], 'query']
-        texts = list(dict.fromkeys(clash[clash.notna()]))[:2]
+        examples = list(dict.fromkeys(clash[clash.notna()]))[:2]
         raise ValueError(f'{context!r}: qid {qid!r} carries {int(counts[clashing[0]])} different queries (e.g. '
-                         f'{texts[0]!r} and {texts[1]!r}; {len(clashing)} qids like this); each qid must name one '
-                         'query: give the queries distinct qids')
+                         f'{examples[0]!r} and {examples[1]!r}; {len(clashing)} qids like this); each qid must name '
+                         'one query: give the queries distinct qids')
 
 
 #: control characters (and NUL) that no search engine should see in a query; tabs and newlines included

@@ -25,8 +25,7 @@ from ._verdicts import group_feedback, link_feedback, weighted_votes
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'mix', 'source_share', 'exploit_now',
-           'by_links',
-           'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
+           'by_links', 'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -578,7 +577,7 @@ class GAREN(WindowSearch):
             state.cache.__getitem__
         if self.feedback or self.link_feedback:
             value = self._with_feedback(state, view, value)
-        cache = state.cache  # the scored groups among the candidates and the chosen ones, still open
+        cache = state.cache  # eligible: the candidates and chosen groups that were scored and are still open
         eligible = by_value([g for g in chain(votes, (g for g in chosen if g not in votes)) if g in cache and
                              opened.get(g, 0) < sizes[g]], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
@@ -590,17 +589,17 @@ class GAREN(WindowSearch):
         else:
             pools = _LazyPools(eligible, partial(state.pool, view))
         picked = take(pools, n, round_robin=explore)
-        share = self._first_stage_share(state, t) if self.adaptive_interleave else None
+        share = self._first_stage_share(state) if self.adaptive_interleave else None
         if self.interleave or share is not None:
             taken = set(picked)
             head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
             mixed = interleave(picked, head, n, self.interleave) if share is None else mix(picked, head, n, share)
             picked = [d for d in mixed if d in taken]
             expansion = state.backfill(mixed, n)
+            if share is not None:  # where each expansion document came from, for the next step's share
+                state.sources = {d: d in taken for d in expansion}
         else:
             expansion = state.backfill(picked, n)
-        if share is not None:  # where each expansion document came from, for the next step's share
-            state.sources = {d: d in taken for d in expansion}
         from_groups = set(picked)
         event = {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
                  'scored': scored, 'eligible': eligible,
@@ -613,11 +612,12 @@ class GAREN(WindowSearch):
         yield EVENT, event
         return expansion
 
-    def _first_stage_share(self, state: GARENState, t: int) -> float:
-        """:func:`source_share` after counting which of the last expansion's documents window ``t`` kept."""
+    def _first_stage_share(self, state: GARENState) -> float:
+        """:func:`source_share` after counting which of the last expansion's documents the window just re-ranked
+        kept in its top ``h``."""
         counts = state.source_counts
         for docno, from_groups in state.sources.items():
-            kept = state.last[docno][1] < self.keep  # re-ranked in window t, as every expansion document is
+            kept = state.last[docno][1] < self.keep  # re-ranked in that window, as every expansion document is
             counts[2 * from_groups] += kept
             counts[2 * from_groups + 1] += 1
         return source_share(*counts, prior=self.adaptive_interleave)
