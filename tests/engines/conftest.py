@@ -124,31 +124,50 @@ class Server:
     server, engine core and worker processes).
     """
 
+    #: starts tried when the chosen port was taken before the server bound it (see ``url``)
+    PORT_TRIES = 3
+
     def __init__(self, path, log, *, context=CONTEXT, light=False):
         _need_vllm()
         self.log = log
-        port = _free_port()
-        command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(path),
-                   '--host', '127.0.0.1', '--port', str(port), '--served-model-name', SERVED_NAME,
-                   '--max-model-len', str(context), '--enforce-eager', '--dtype', 'float32', '--seed', '0']
-        env = {**os.environ, 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
-        env.pop('VLLM_ENABLE_V1_MULTIPROCESSING', None)
+        self.command = [sys.executable, '-m', 'vllm.entrypoints.openai.api_server', '--model', str(path),
+                        '--host', '127.0.0.1', '--served-model-name', SERVED_NAME, '--max-model-len', str(context),
+                        '--enforce-eager', '--dtype', 'float32', '--seed', '0']
+        self.env = {**os.environ, 'NO_PROXY': '127.0.0.1,localhost', 'no_proxy': '127.0.0.1,localhost'}
+        self.env.pop('VLLM_ENABLE_V1_MULTIPROCESSING', None)
         if light:
-            command += ['--distributed-executor-backend', 'uni', '--kv-cache-memory-bytes', str(LIGHT_KV_CACHE)]
-            env['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
-            env.pop('VLLM_CPU_KVCACHE_SPACE', None)  # it would override --kv-cache-memory-bytes
+            self.command += ['--distributed-executor-backend', 'uni', '--kv-cache-memory-bytes', str(LIGHT_KV_CACHE)]
+            self.env['VLLM_ENABLE_V1_MULTIPROCESSING'] = '0'
+            self.env.pop('VLLM_CPU_KVCACHE_SPACE', None)  # it would override --kv-cache-memory-bytes
+        self.tries = 0
+        self._launch()
+
+    def _launch(self):
+        """Start the server on a port that was free a moment ago. It binds it only after importing vLLM (tens of
+        seconds), and servers started side by side take free ports for their own processes meanwhile, so the port
+        can be gone by then: ``url`` starts again on another one."""
+        port = _free_port()
+        self.tries += 1
         self.base = f'http://127.0.0.1:{port}'
         self.started = time.monotonic()
         self.ready = False
-        with log.open('wb') as out:
-            self.process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
+        with self.log.open('wb') as out:
+            self.process = subprocess.Popen([*self.command, '--port', str(port)], stdout=out,
+                                            stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def url(self):
         """The base URL (``.../v1``) once the server lists its model; fails the test if it exits or takes 400 s."""
         while not self.ready:
             if self.process.poll() is not None:
-                pytest.fail(f'the vLLM server exited with {self.process.returncode}:\n{self.log.read_text()[-3000:]}')
+                text = self.log.read_text()
+                if 'Address already in use' in text and self.tries < self.PORT_TRIES:
+                    try:  # whatever of its process group is left
+                        os.killpg(self.process.pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                    self._launch()
+                    continue
+                pytest.fail(f'the vLLM server exited with {self.process.returncode}:\n{text[-3000:]}')
             try:
                 with urllib.request.urlopen(f'{self.base}/v1/models', timeout=2) as response:
                     self.ready = bool(json.load(response)['data'])
@@ -226,3 +245,9 @@ def cran_groups_bm25(cran_bm25_graph, cranfield, cran_dir):
 @pytest.fixture(scope='session')
 def cran_first_stage(cran_pisa, cran_topics):
     return cran_pisa.bm25(num_results=100)(cran_topics)
+
+
+@pytest.fixture
+def server_module():
+    """This module, for tests of its server start-up (``Server``, ``_free_port``)."""
+    return sys.modules[__name__]

@@ -55,3 +55,25 @@ def test_cli_summarize_on_the_real_server_marks_what_the_model_did_not_write(vll
             assert record['provenance']['instead_of']['model'] == SERVED_NAME
     assert meta['fallbacks'] == sum(bool(r.get('fallback')) for r in records)
     assert meta.get('fallback_reasons', {}).get('request_failed', 0) == 0
+
+
+def test_a_server_whose_port_was_taken_starts_again_on_another(tiny_models, server_module, monkeypatch, tmp_path):
+    """The port a server is given is free when chosen but bound only after vLLM's imports; when something took it
+    meanwhile (servers started side by side take free ports for their own processes), the server starts again."""
+    import socket
+    held = socket.socket()
+    held.bind(('127.0.0.1', 0))
+    held.listen()
+    taken = held.getsockname()[1]
+    ports = iter([taken])
+    free = server_module._free_port
+    monkeypatch.setattr(server_module, '_free_port', lambda: next(ports, None) or free())
+    server = server_module.Server(tiny_models['random'], tmp_path / 'server.log', light=True)
+    try:
+        url = server.url()
+        assert server.tries == 2
+        assert f':{taken}/' not in url
+        assert OpenAIEngine(url, SERVED_NAME, timeout=30).context_length == CONTEXT
+    finally:
+        server.stop()
+        held.close()
