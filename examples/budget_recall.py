@@ -32,7 +32,9 @@ a search found the relevant documents (navigation) or lost them in its order. --
 row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels: best member label per group) as
 ``<system>@oracle-nav``. --partition-seed S runs the groups-based systems on the Leiden partition of seed S
 (analysis.partition_groups; built once in the workdir). Appends one CSV row per (budget, reranker, system, order)
-as it goes.
+as it goes. --shares FILE also traces every GAREN search with ``adaptive_interleave`` and appends to FILE how it
+split its expansions between the first stage and the groups (analysis.share_summary: per iteration, and each
+query's last share, over the queries).
 """
 import argparse
 import ast
@@ -104,6 +106,18 @@ def orders(run, scores, rank0, labels, weights):
     return out
 
 
+def adaptive_searches(pipeline):
+    """The GAREN stages of ``pipeline`` that set their first-stage share (``adaptive_interleave``)."""
+    stages = list(getattr(pipeline, '_transformers', None) or [pipeline])
+    found = []
+    for stage in stages:
+        if getattr(stage, '_transformers', None):
+            found += adaptive_searches(stage)
+        elif isinstance(stage, garen.GAREN) and stage.adaptive_interleave:
+            found.append(stage)
+    return found
+
+
 def evaluate(run, qrels, qids):
     """Mean nDCG@10, R@100 and R@1000 over ``qids`` of a run given in rank order (0 for a missing query)."""
     frame = pd.DataFrame({'query_id': run.qid.astype(str), 'doc_id': run.docno.astype(str),
@@ -143,6 +157,8 @@ def main(argv=None):
                         help='head weights F of the fsF+tailT orders (default: --fusion)')
     parser.add_argument('--partition-seed', type=int, help="Leiden seed of GAREN's groups (default: the prepared one)")
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
+    parser.add_argument('--shares', metavar='FILE',
+                        help="CSV, appended to: the first-stage share of the adaptive_interleave searches' expansions")
     args = parser.parse_args(argv)
 
     dataset = load_dataset(args.dataset)
@@ -182,6 +198,9 @@ def main(argv=None):
             for name, pipeline in runs.items():
                 start = time.time()
                 system, fusion = split_fusion(pipeline)
+                traced = adaptive_searches(system) if args.shares else []
+                for stage in traced:
+                    stage.trace = True
                 raw = system(topics)
                 run = fusion(raw) if fusion is not None else raw
                 seconds = round(time.time() - start, 1)
@@ -204,6 +223,13 @@ def main(argv=None):
                                  'order': order, **evaluate(frame, qrels, qids), 'seconds': seconds})
                 rows = pd.DataFrame(rows)
                 rows.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)
+                for stage in traced:
+                    shares = analysis.share_summary(analysis.first_stage_shares(stage.last_trace)).assign(
+                        collection=args.dataset, budget=budget, reranker=kind, system=name,
+                        noise_seed=args.noise_seed, partition_seed=args.partition_seed)
+                    shares = shares[['collection', 'budget', 'reranker', 'system', 'noise_seed', 'partition_seed',
+                                     *shares.columns[:6]]]
+                    shares.to_csv(args.shares, mode='a', header=not os.path.exists(args.shares), index=False)
                 print(rows.round(4).to_string(header=False, index=False), flush=True)
     table = pd.read_csv(args.out)
     with pd.option_context('display.width', 250, 'display.max_rows', 500):

@@ -8,6 +8,8 @@
   and how well the navigator ranked the groups holding them (:func:`navigator_quality`).
 * the reranker-strength sweep (:func:`strength_sweep`, :func:`sweep_summary`, :func:`sweep_tests`,
   :func:`plot_strength_sweep`; command line: ``examples/strength_sweep.py``).
+* how ``GAREN(adaptive_interleave=...)`` split its expansions between the first stage and the groups
+  (:func:`first_stage_shares`, :func:`share_summary`).
 * budget curves and plots.
 
 matplotlib is imported inside the plotting functions only.
@@ -33,7 +35,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics', 'SWEEP_SYSTEMS',
-           'SWEEP_COLUMNS', 'add_fusion_arguments', 'describe_fusion']
+           'SWEEP_COLUMNS', 'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'share_summary']
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:
@@ -239,6 +241,42 @@ def navigator_quality(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.
         best = float(1 + (neg > pos.max()).sum()) if len(pos) else math.nan
         rows.append((qid, len(scored), len(pos), auc, best))
     return pd.DataFrame(rows, columns=['qid', 'scored', 'gold_scored', 'auc', 'best_gold_rank'])
+
+
+def first_stage_shares(trace: Sequence[dict]) -> pd.DataFrame:
+    """The first stage's share of every expansion of ``GAREN(adaptive_interleave=s0, trace=True)``.
+
+    Args:
+        trace: its ``last_trace`` (``qid``, ``iteration``, ``first_stage_share``; steps without a share, such as a
+            query's last re-ranked window, are skipped).
+
+    Returns:
+        ``qid, iteration, share``, one row per query and expansion.
+    """
+    rows = [(str(step['qid']), int(step['iteration']), float(step['first_stage_share'])) for step in trace
+            if step.get('first_stage_share') is not None]
+    return pd.DataFrame(rows, columns=['qid', 'iteration', 'share'])
+
+
+def share_summary(shares: pd.DataFrame) -> pd.DataFrame:
+    """Spread of :func:`first_stage_shares` over the queries, per iteration and for each query's last expansion.
+
+    Returns:
+        ``iteration, queries, mean, sd, q10, q90``: one row per iteration (as a string, in iteration order), then
+        the row ``'last'`` over each query's last share. ``sd`` is the sample standard deviation (NaN for one
+        query); ``q10``/``q90`` are linear-interpolation quantiles.
+    """
+    columns = ['iteration', 'queries', 'mean', 'sd', 'q10', 'q90']
+    if not len(shares):
+        return pd.DataFrame(columns=columns)
+
+    def row(name, values):
+        return (name, len(values), float(values.mean()), float(values.std()), float(values.quantile(.1)),
+                float(values.quantile(.9)))
+    rows = [row(str(it), part.share) for it, part in shares.groupby('iteration', sort=True)]
+    last = shares.sort_values(['qid', 'iteration'], kind='stable').groupby('qid').share.last()
+    rows.append(row('last', last))
+    return pd.DataFrame(rows, columns=columns)
 
 
 def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.DataFrame, qrels: pd.DataFrame,

@@ -52,3 +52,24 @@ def test_plots_draw(tmp_path):
     assert len(ax.patches) == 2
     ax.figure.savefig(tmp_path / 'plot.png')
     assert (tmp_path / 'plot.png').stat().st_size > 0
+
+
+def test_first_stage_shares_and_their_summary():
+    trace = [{'qid': 1, 'iteration': 1, 'first_stage_share': .35},
+             {'qid': 1, 'iteration': 2, 'first_stage_share': .2},
+             {'qid': 1, 'iteration': 3},  # the last window: no expansion, no share
+             {'qid': 'b', 'iteration': 1, 'first_stage_share': .35},
+             {'qid': 'b', 'iteration': 2, 'first_stage_share': .5},
+             {'qid': 'b', 'iteration': 3, 'first_stage_share': .8},
+             {'qid': 'c', 'iteration': 1, 'first_stage_share': None}]
+    shares = analysis.first_stage_shares(trace)
+    assert shares.values.tolist() == [['1', 1, .35], ['1', 2, .2], ['b', 1, .35], ['b', 2, .5], ['b', 3, .8]]
+    got = analysis.share_summary(shares.iloc[::-1])  # order of the trace does not matter
+    assert got.iteration.tolist() == ['1', '2', '3', 'last']
+    assert got.queries.tolist() == [2, 2, 1, 2]
+    # iteration 2: .2 and .5 -> mean .35, sample sd .3 / sqrt 2, q10 .2 + .1 * .3 = .23, q90 .47
+    assert got.iloc[1, 2:].tolist() == pytest.approx([.35, .3 / 2 ** .5, .23, .47])
+    # last: query 1 ends at .2 (iteration 2), b at .8 -> mean .5, q10 .26, q90 .74
+    assert got.iloc[3, 2:].tolist() == pytest.approx([.5, .6 / 2 ** .5, .26, .74])
+    assert np.isnan(got.loc[2, 'sd'])  # one query
+    assert analysis.share_summary(analysis.first_stage_shares([])).empty

@@ -42,3 +42,26 @@ def test_evaluate_reads_the_list_order(example):
     assert values['R@100'] == pytest.approx(.25)
     assert values['R@obs'] == pytest.approx(.25)
     assert values['nDCG@10'] == pytest.approx(.386853 / 2, abs=1e-6)
+
+
+
+def test_adaptive_searches_finds_the_share_setting_stages(example):
+    import sys
+
+    import pyterrier_garen as garen
+    from pyterrier_garen import _registry
+    sys.path.insert(0, str(Path(__file__).parent))
+    from _toy_graph import toy_components
+    components, inp = toy_components()
+    built = {name: _registry.system(name).factory(components) for name in ('GAR', 'GAREN', 'GAREN+')}
+    assert example.adaptive_searches(built['GAR']) == []
+    assert example.adaptive_searches(built['GAREN']) == []  # the paper's search: no share to trace
+    (stage,) = example.adaptive_searches(built['GAREN+'] >> garen.FirstStageFusion(inp, 0.1))  # nested pipelines
+    assert isinstance(stage, garen.GAREN)
+    assert stage.adaptive_interleave == _registry.GAREN_PLUS['adaptive_interleave']
+    stage.trace = True
+    built['GAREN+'](inp)
+    shares = example.analysis.share_summary(example.analysis.first_stage_shares(stage.last_trace))
+    assert shares.iteration.iloc[0] == '1'
+    assert shares['mean'].iloc[0] == pytest.approx(stage.adaptive_interleave)
+    assert shares.queries.iloc[-1] == 3  # 'last': every query of the toy first stage
