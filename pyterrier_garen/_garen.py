@@ -426,9 +426,10 @@ class GAREN(WindowSearch):
             adaptive_interleave: (beyond the paper; 0 = off) the reranker decides that share instead: each
                 expansion gives the first stage's best unobserved documents the share :func:`source_share` of its
                 slots (:func:`mix`), from how often each source's earlier expansion documents entered the kept top
-                ``h``; the value, in (0, 1), is the share of the first expansion (the prior). Where the first
-                stage's head holds the relevant documents it gets more slots, where the groups do they get them.
-                Not with ``interleave``.
+                ``h``; the value, in (0, 1), is the share of the first expansion (the prior). The source whose
+                documents the reranker keeps gets more slots; a reranker that shares the navigator's embedding
+                space keeps the navigator's picks, so the share then falls (docs/results.md, sixth pass;
+                :func:`~pyterrier_garen.analysis.share_summary` reads it from the trace). Not with ``interleave``.
             switch_members: (beyond the paper; 0 = off, the fixed ``tau_switch``) explore until an eligible group
                 holds ``switch_members`` documents of the current top ``h``, exploit in those iterations
                 (:func:`exploit_now`); replaces ``tau_switch`` for ``strategy='explore_exploit'``.
