@@ -27,8 +27,8 @@ class GroupView:
 
     On a GroupCorpusGraph the groups of each document's neighbours (and its docno and group look-ups) are memoised
     on the graph itself, so later calls on the same graph (another system of an experiment, the next batch of
-    queries) reuse them; they depend on the graph alone. The memo holds one small tuple per document ever met in a
-    window, at most the collection.
+    queries) reuse them; they depend on the graph alone. The memo holds one small tuple per document met in a
+    window; the graph empties its memos when one exceeds ``GroupCorpusGraph.memo_limit`` entries.
 
     A group's members are taken to be exactly the documents whose ``group_of`` is that group (true of every group
     graph the package builds), so "the group still holds an unobserved member" is a count: observed members against
@@ -42,6 +42,8 @@ class GroupView:
         self.groups = groups
         self.group_of: Callable[[str], int] = groups.group_of
         self._native = _native(groups)
+        if self._native:
+            groups.trim_caches()  # the memos below live on the graph across calls: keep them bounded
         # docno -> the groups of N_k(d) (see vote_groups); a GroupCorpusGraph keeps them across calls, as it keeps
         # its docno and group look-ups (they depend on the graph alone)
         self.neighbour_groups: Dict[str, Tuple[int, ...]] = groups._neighbour_groups_cache if self._native else {}

@@ -56,6 +56,11 @@ class GroupCorpusGraph(CorpusGraph):
     ARTIFACT_TYPE = ARTIFACT_TYPE
     ARTIFACT_FORMAT = ARTIFACT_FORMAT
     ARTIFACT_PACKAGE_HINT = PACKAGE_HINT
+    #: entries each look-up memo (docno ids, groups, members, neighbours' groups) may hold before it is emptied and
+    #: refilled on use; ``None``: unbounded. The memos are caches of the graph's own arrays, so emptying one never
+    #: changes a result; it bounds a long-running process's memory (about 100-200 bytes an entry; a member list
+    #: about that per member).
+    memo_limit: Optional[int] = 1_000_000
 
     def to_hf(self, repo: str, **kwargs) -> None:
         """``pt.Artifact.to_hf``; when the Hub cannot be reached, one ``ConnectionError`` line naming the cause and
@@ -273,11 +278,39 @@ class GroupCorpusGraph(CorpusGraph):
     def _docno_index(self) -> DocnoIndex:
         return DocnoIndex(self._docnos)
 
+    _MEMOS = ('_id_cache', '_group_cache', '_member_cache', '_neighbour_groups_cache')
+
+    def clear_caches(self) -> None:
+        """Empty the look-up memos (docno ids, groups, members, neighbours' groups); they refill on use."""
+        for name in self._MEMOS:
+            memo = self.__dict__.get(name)
+            if memo is not None:
+                memo.clear()  # in place: searches of a running call hold references to them
+
+    def trim_caches(self) -> List[str]:
+        """Empty each memo that holds more than :attr:`memo_limit` entries; returns the names of those emptied.
+
+        Called when a docno's id or a group's members are first looked up, and by GAREN at the start of each call,
+        so each memo stays within about ``memo_limit`` entries (plus what one call adds) however many queries a
+        process serves.
+        """
+        limit = self.memo_limit
+        if limit is None:
+            return []
+        emptied = []
+        for name in self._MEMOS:
+            memo = self.__dict__.get(name)
+            if memo is not None and len(memo) > limit:
+                memo.clear()
+                emptied.append(name)
+        return emptied
+
     def doc_id(self, docno: str) -> int:
         """Internal id of a docno, -1 when it is not in the graph (memoised: online search asks repeatedly)."""
         docno = str(docno)
         did = self._id_cache.get(docno)
         if did is None:
+            self.trim_caches()
             did = self._id_cache[docno] = self._docno_index.id_of(docno)  # a few µs, tables memory-mapped
         return did
 
@@ -287,6 +320,7 @@ class GroupCorpusGraph(CorpusGraph):
         cache = self._id_cache
         ids = list(map(cache.get, docnos))
         if None in ids:
+            self.trim_caches()
             new = [d for d in dict.fromkeys(docnos) if d not in cache]
             cache.update(zip(new, self._docno_index.ids_of(new)))
             ids = list(map(cache.__getitem__, docnos))
@@ -355,6 +389,7 @@ class GroupCorpusGraph(CorpusGraph):
         """Docnos of a group's members, in a fixed order (string order of docnos); memoised per group asked about."""
         members = self._member_cache.get(group_id)
         if members is None:
+            self.trim_caches()
             members = [str(d) for d in self._docnos.fwd[self.group_member_ids(group_id)]]
             self._member_cache[int(group_id)] = members
         return list(members)

@@ -276,3 +276,39 @@ def test_by_value_is_the_tuple_sort():
         best_rank = {g: int(rng.integers(0, 5)) for g in gids[::3]}
         expected = sorted(gids, key=lambda g: (-values[g], -votes.get(g, 0), best_rank.get(g, math.inf), g))
         assert by_value(gids, values.__getitem__, votes, best_rank) == expected
+
+
+def test_memos_stay_within_the_graphs_limit_and_never_change_a_result(graph):
+    """A long-running process: the graph empties a memo once it exceeds memo_limit, and rankings stay the same."""
+    from pyterrier_garen import GroupCorpusGraph
+    assert GroupCorpusGraph.memo_limit == 1_000_000
+    inp = first_stages()
+    garen = GAREN(HashScorer(), graph, HashScorer('navigator'), window=10, keep=5, budget=40, group_budget=4)
+    graph.clear_caches()
+    assert all(not graph.__dict__.get(name) for name in graph._MEMOS)
+    unbounded = garen(inp)
+    sizes = {name: len(graph.__dict__[name]) for name in graph._MEMOS}
+    assert min(sizes.values()) > 8  # every memo was used
+    try:
+        graph.memo_limit = 8
+        assert sorted(graph.trim_caches()) == sorted(graph._MEMOS)  # all over 8: emptied, in place
+        assert all(len(graph.__dict__[name]) == 0 for name in graph._MEMOS)
+        assert GroupView(graph).neighbour_groups is graph._neighbour_groups_cache
+        for _ in range(2):  # memos emptied again and again during the calls
+            pd.testing.assert_frame_equal(garen(inp), unbounded)
+        ids = graph._id_cache
+        for i in range(150):  # one miss at a time: never more than the limit plus the entry being added
+            assert graph.doc_id(f'd{i:03d}') == i
+            assert len(ids) <= 9
+        assert graph.doc_ids([f'd{i:03d}' for i in range(20)]).tolist() == list(range(20))  # a batch past the limit
+        assert [graph.group_member_ids(g).size for g in range(graph.num_groups)] == \
+            [len(graph.group_members(g)) for g in range(graph.num_groups)]
+        assert len(graph._member_cache) <= 9
+        graph.memo_limit = None
+        graph.doc_ids([f'd{i:03d}' for i in range(150)])
+        assert graph.trim_caches() == []
+        assert len(graph._id_cache) == 150
+    finally:
+        graph.memo_limit = GroupCorpusGraph.memo_limit
+    graph.clear_caches()
+    pd.testing.assert_frame_equal(garen(inp), unbounded)
