@@ -157,3 +157,35 @@ def test_adaptive_interleave_in_garen():
     for bad in (1, 1.5, -0.1, True):
         with pytest.raises(ValueError, match='adaptive_interleave'):
             run(adaptive_interleave=bad)
+
+
+@pytest.mark.parametrize('prior', [0.2, 0.7])
+def test_adaptive_shares_recomputed_from_the_trace_by_the_odds_formula(prior):
+    """Longer searches on a random toy graph, a prior other than 1/2: every share of every query equals the prior's
+    odds times the ratio of the smoothed kept rates, counted from the trace (seen counts that differ per source)."""
+    from _toy_graph import toy_components
+    components, inp = toy_components(budget=60)
+    keep = 4
+    garen = GAREN(components.reranker, components.groups, components.navigator, window=10, keep=keep, budget=60,
+                  group_budget=3, adaptive_interleave=prior, trace=True)
+    garen(inp)
+    checked, uneven = 0, 0
+    for qid in inp.qid.unique():
+        steps = [s for s in garen.last_trace if s['qid'] == qid]
+        kept_fs = seen_fs = kept_g = seen_g = 0
+        assert steps[0]['first_stage_share'] == pytest.approx(prior)
+        for before, step in zip(steps, steps[1:]):
+            if step.get('first_stage_share') is None:
+                continue
+            top = set(step['reranked'][:keep])
+            for docno in before['expansion']:
+                if docno in before['backfill']:
+                    kept_fs, seen_fs = kept_fs + (docno in top), seen_fs + 1
+                else:
+                    kept_g, seen_g = kept_g + (docno in top), seen_g + 1
+            odds = prior / (1 - prior) * ((kept_fs + 1) / (seen_fs + 2)) / ((kept_g + 1) / (seen_g + 2))
+            assert step['first_stage_share'] == pytest.approx(odds / (1 + odds))
+            checked += 1
+            uneven += seen_fs != seen_g
+    assert checked >= 6
+    assert uneven >= 3  # the two sources' counts differ, so swapping them would show

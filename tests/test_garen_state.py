@@ -290,6 +290,9 @@ def test_memos_stay_within_the_graphs_limit_and_never_change_a_result(graph):
     sizes = {name: len(graph.__dict__[name]) for name in graph._MEMOS}
     assert min(sizes.values()) > 8  # every memo was used
     try:
+        graph.memo_limit = max(sizes.values())  # the largest memo exactly at the limit: nothing emptied
+        assert graph.trim_caches() == []
+        assert {name: len(graph.__dict__[name]) for name in graph._MEMOS} == sizes
         graph.memo_limit = 8
         assert sorted(graph.trim_caches()) == sorted(graph._MEMOS)  # all over 8: emptied, in place
         assert all(len(graph.__dict__[name]) == 0 for name in graph._MEMOS)
