@@ -107,14 +107,14 @@ def orders(run, scores, rank0, labels, weights):
 
 
 def adaptive_searches(pipeline):
-    """The GAREN stages of ``pipeline`` that set their first-stage share (``adaptive_interleave``)."""
-    stages = list(getattr(pipeline, '_transformers', None) or [pipeline])
+    """The GAREN stages of ``pipeline`` that set their first-stage share (``adaptive_interleave``), found through
+    ``pt.inspect.subtransformers``."""
+    if isinstance(pipeline, garen.GAREN):
+        return [pipeline] if pipeline.adaptive_interleave else []
     found = []
-    for stage in stages:
-        if getattr(stage, '_transformers', None):
+    for sub in pt.inspect.subtransformers(pipeline).values():
+        for stage in sub if isinstance(sub, list) else [sub]:
             found += adaptive_searches(stage)
-        elif isinstance(stage, garen.GAREN) and stage.adaptive_interleave:
-            found.append(stage)
     return found
 
 

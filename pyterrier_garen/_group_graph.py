@@ -58,8 +58,8 @@ class GroupCorpusGraph(CorpusGraph):
     ARTIFACT_PACKAGE_HINT = PACKAGE_HINT
     #: entries each look-up memo (docno ids, groups, members, neighbours' groups) may hold before it is emptied and
     #: refilled on use; ``None``: unbounded. The memos are caches of the graph's own arrays, so emptying one never
-    #: changes a result; it bounds a long-running process's memory (about 100-200 bytes an entry; a member list
-    #: about that per member).
+    #: changes a result; it bounds a long-running process's memory (an entry is one docno's look-up, or one group's
+    #: member list).
     memo_limit: Optional[int] = 1_000_000
 
     def to_hf(self, repo: str, **kwargs) -> None:

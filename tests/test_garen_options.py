@@ -136,7 +136,6 @@ def test_mix_spreads_the_first_stage_slots():
 
 
 def test_adaptive_interleave_in_garen():
-    from pyterrier_garen._garen import source_share
     garen, windows, _ = run(adaptive_interleave=0.5)
     # t=1: share 1/2 of the two slots: slot 1 the best unobserved first-stage document (a5), slot 2 the groups' y1;
     # window 2 re-ranks to a1 y1 a3 a5: the group's y1 kept (top 2), a5 not: (0+1)/(1+2) vs (1+1)/(1+2) -> 1/3;
@@ -145,13 +144,7 @@ def test_adaptive_interleave_in_garen():
     assert windows[2] == ['a1', 'y1', 'y2', 'a6']  # share 1/3 of 2 slots: round(2/3) = 1, the second slot
     trace = garen.last_trace  # one step per iteration
     assert [step.get('first_stage_share') for step in trace] == pytest.approx([1 / 2, 1 / 3, 1 / 3, None])
-    counts = [0, 0, 0, 0]  # the same shares from the trace: what each window kept of the previous expansion
-    for before, step in zip(trace, trace[1:-1]):
-        for docno in before['expansion']:
-            from_groups = docno not in before['backfill']
-            counts[2 * from_groups] += docno in step['reranked'][:2]
-            counts[2 * from_groups + 1] += 1
-        assert step['first_stage_share'] == pytest.approx(source_share(*counts))
+    # (longer searches, other priors, every share recomputed from the trace: the test below)
     with pytest.raises(ValueError, match='cannot be combined with interleave=2'):
         run(adaptive_interleave=0.5, interleave=2)
     for bad in (1, 1.5, -0.1, True):
