@@ -6,7 +6,8 @@
         --budgets 100 --sigmas 0.25 2 100 --systems GAREN GAREN+ --variant GAREN-fb1:feedback=1 \\
         --variant "GAREN+-fb1:evidence_weight=0.5,feedback=1" --oracle-navigator --weights
 
-Every system takes the same PISA BM25 top 1000, the MiniLM centroid navigator (GAREN) and the same reranker: the
+Every system takes the same PISA BM25 top 1000, the same navigator (GAREN; --navigator, default the MiniLM
+centroid navigator; ``vote`` uses no embeddings) and the same reranker: the
 simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed --noise-seed: an ANALYSIS INSTRUMENT that
 reads the qrels; sigma 100 is a random reranker) or MiniLM (--minilm). --fusion W appends the same FirstStageFusion
 to every system and variant (as strength_sweep.py --fusion does; GAREN+ then drops its own, so a variant must not set
@@ -143,6 +144,8 @@ def main(argv=None):
     parser.add_argument('--systems', nargs='*', default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
                         help='an extra GAREN configuration (GAREN keyword arguments), repeatable')
+    parser.add_argument('--navigator', default='centroid', choices=garen.NAVIGATORS,
+                        help="GAREN's navigator (default: the MiniLM centroid navigator; vote: no embeddings)")
     parser.add_argument('--oracle-navigator', action='store_true',
                         help='also every GAREN system and variant with a navigator that reads the qrels')
     parser.add_argument('--fusion', type=float, default=0.1,
@@ -174,7 +177,7 @@ def main(argv=None):
     if args.partition_seed is not None:
         import dataclasses
         prepared = dataclasses.replace(prepared, groups=analysis.partition_groups(prepared, args.partition_seed))
-    navigators = {'': garen.CentroidNavigator(prepared.groups, prepared.vectors, encoder)}
+    navigators = {'': garen.cpu_components(prepared, navigator=args.navigator)[1]}
     if args.oracle_navigator:
         navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
     rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=args.noise_seed))
