@@ -7,7 +7,8 @@
         --variant "GAREN+-fb1:evidence_weight=0.5,feedback=1" --oracle-navigator --weights
 
 Every system takes the same PISA BM25 top 1000, the same navigator (GAREN; --navigator, default the MiniLM
-centroid navigator; ``vote`` uses no embeddings) and the same reranker: the
+centroid navigator; ``vote`` uses no embeddings; GAREN rows of another navigator are named ``<system>@<navigator>``)
+and the same reranker: the
 simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed --noise-seed: an ANALYSIS INSTRUMENT that
 reads the qrels; sigma 100 is a random reranker) or MiniLM (--minilm). --fusion W appends the same FirstStageFusion
 to every system and variant (as strength_sweep.py --fusion does; GAREN+ then drops its own, so a variant must not set
@@ -177,7 +178,8 @@ def main(argv=None):
     if args.partition_seed is not None:
         import dataclasses
         prepared = dataclasses.replace(prepared, groups=analysis.partition_groups(prepared, args.partition_seed))
-    navigators = {'': garen.cpu_components(prepared, navigator=args.navigator)[1]}
+    main_suffix = '' if args.navigator == 'centroid' else f'@{args.navigator}'  # rows say which navigator ran
+    navigators = {main_suffix: garen.cpu_components(prepared, navigator=args.navigator)[1]}
     if args.oracle_navigator:
         navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
     rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=args.noise_seed))
@@ -189,7 +191,7 @@ def main(argv=None):
         for kind, reranker in rerankers:
             runs = {}
             for suffix, navigator in navigators.items():
-                names = [s for s in args.systems if s.startswith('GAREN') or not suffix]
+                names = [s for s in args.systems if s.startswith('GAREN') or suffix == main_suffix]
                 built = garen.build_systems(prepared, reranker, navigator, budget=budget, first_stage=source,
                                             systems=names, fusion=args.fusion) if names else {}
                 runs.update({name + suffix: pipeline for name, pipeline in built.items()})
