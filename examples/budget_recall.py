@@ -194,7 +194,8 @@ def main(argv=None):
                 names = [s for s in args.systems if s.startswith('GAREN') or suffix == main_suffix]
                 built = garen.build_systems(prepared, reranker, navigator, budget=budget, first_stage=source,
                                             systems=names, fusion=args.fusion) if names else {}
-                runs.update({name + suffix: pipeline for name, pipeline in built.items()})
+                runs.update({name + (suffix if name.startswith('GAREN') else ''): pipeline  # baselines: no navigator
+                             for name, pipeline in built.items()})
                 for name, kwargs in variants.items():
                     pipeline = source >> garen.GAREN(reranker, prepared.groups, navigator, budget=budget, **kwargs)
                     if args.fusion:
