@@ -1,4 +1,6 @@
 """Reranker feedback in navigation (GAREN's ``feedback``): group standing moves with the reranker's verdicts."""
+import warnings
+
 import pytest
 from _toy_graph import GROUPS, R0, first_stage, worked_garen
 
@@ -129,3 +131,57 @@ def test_link_feedback_reorders_eligible_groups(gamma, eligible, expansion):
 def test_verdict_options_are_checked(name, bad):
     with pytest.raises(ValueError, match=name):
         worked_garen(**{name: bad})
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# GAREN._with_feedback on hand-made search states: the standardisation, its guards and the groups without verdicts
+
+class _State:
+    def __init__(self, cache, last, adjacency=None):
+        self.cache, self.last = cache, last
+        self.neighbours = lambda d: (adjacency or {}).get(d, [])
+
+
+class _View:
+    def __init__(self, groups):
+        self.group_of = lambda d: groups.get(d, -1)
+        self.neighbour_groups = {}
+
+
+def _feedback_values(cache, last, groups, *, value=None, adjacency=None, **options):
+    garen, _, _ = worked_garen(**options)  # keep (h) = 2
+    state, view = _State(cache, last, adjacency), _View(groups)
+    combined = garen._with_feedback(state, view, value or cache.__getitem__)
+    values = {g: combined(g) for g in cache}
+    return (values, view) if options.get('link_feedback') else values
+
+
+def test_with_feedback_standardises_and_adds_verdicts_by_hand():
+    # scored .2 .6 1.0: mean .6, population std sqrt(.32 / 3) = .326599; verdicts (keep 2): G0 a hit -> +1/2,
+    # G1 b miss -> -1/2, G2 no re-ranked member -> 0 (not a verdict of its own); feedback 1.5
+    got = _feedback_values({0: .2, 1: .6, 2: 1.0}, {'a': (1, 0), 'b': (1, 3)}, {'a': 0, 'b': 1}, feedback=1.5)
+    std = (.32 / 3) ** .5
+    assert got == pytest.approx({0: -.4 / std + .75, 1: -.75, 2: .4 / std})
+
+
+def test_with_feedback_links_give_nothing_to_an_unreached_group():
+    # a (hit) links to G1, b (miss) to G1 and G0: G1 (1 - 1) / 3 = 0, G0 -1/2, G2 unreached -> 0; link_feedback 2
+    got, view = _feedback_values({0: 1., 1: 2., 2: 3.}, {'a': (1, 1), 'b': (2, 2)}, {'a': 5, 'b': 5, 'x': 1, 'y': 0},
+                                 adjacency={'a': ['x'], 'b': ['x', 'y']}, link_feedback=2.0)
+    std = (2 / 3) ** .5
+    assert got == pytest.approx({0: -1 / std - 1., 1: 0., 2: 1 / std})
+    # each document's linked groups are memoised in the view (the search reuses them every iteration)
+    assert {d: set(groups) for d, groups in view.neighbour_groups.items()} == {'a': {1}, 'b': {0, 1}}
+
+
+def test_with_feedback_equal_scores_keep_a_unit_spread():
+    # every scored group .5 (std 0) or one scored group: the spread is 1, so the evidence in value() is not rescaled
+    value = {0: .8, 1: .5}.__getitem__  # the navigator's .5 plus evidence .3 for G0
+    assert _feedback_values({0: .5, 1: .5}, {}, {}, value=value, feedback=1.0) == pytest.approx({0: .3, 1: 0.})
+    assert _feedback_values({0: .5}, {}, {}, value=value, feedback=1.0) == pytest.approx({0: .3})
+    # non-finite navigator scores take no part in the mean and spread, and stay non-finite
+    got = _feedback_values({0: float('-inf'), 1: .5}, {}, {}, feedback=1.0)
+    assert got == {0: float('-inf'), 1: 0.}
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # no statistics of an empty set (numpy would warn and give NaN)
+        assert _feedback_values({0: float('-inf')}, {}, {}, feedback=1.0) == {0: float('-inf')}
