@@ -81,3 +81,18 @@ def test_rows_name_the_navigator_of_garen_only(example, tmp_path):
     assert list(dict.fromkeys(centroid.system)) == ['GAR', 'GAREN+', 'V']
     # the baseline's rows are the same run under both navigators
     assert vote[vote.system == 'GAR']['nDCG@10'].tolist() == centroid[centroid.system == 'GAR']['nDCG@10'].tolist()
+
+
+def test_split_fusion_takes_off_a_final_fusion_stage_only(example):
+    import pyterrier as pt
+
+    import pyterrier_garen as garen
+    first = pd.DataFrame({'qid': ['q'] * 2, 'docno': ['a', 'b'], 'score': [2., 1.]})
+    source, fusion = pt.Transformer.from_df(first), garen.FirstStageFusion(first, 0.1)
+    system, found = example.split_fusion(source >> pt.Transformer.identity() >> fusion)
+    assert found is fusion
+    assert pt.inspect.subtransformers(system)['transformers'][0] is source
+    assert len(pt.inspect.subtransformers(system)['transformers']) == 2
+    assert example.split_fusion(source) == (source, None)
+    inner = source >> fusion >> pt.Transformer.identity()  # fusion not last: nothing to split
+    assert example.split_fusion(inner) == (inner, None)
