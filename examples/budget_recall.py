@@ -174,18 +174,18 @@ def main(argv=None):
     rank0 = {(str(q), str(d)): r + 1 for q, d, r in zip(first.qid, first.docno, first.groupby('qid').cumcount())}
     labels = {(str(q), str(d)): float(v) for q, d, v in zip(qrels.qid, qrels.docno, qrels.label)}
     source = pt.Transformer.from_df(first)
-    encoder = garen.minilm_encoder()
     if args.partition_seed is not None:
         import dataclasses
         prepared = dataclasses.replace(prepared, groups=analysis.partition_groups(prepared, args.partition_seed))
     main_suffix = '' if args.navigator == 'centroid' else f'@{args.navigator}'  # rows say which navigator ran
-    navigators = {main_suffix: garen.cpu_components(prepared, navigator=args.navigator)[1]}
+    minilm, navigator = garen.cpu_components(prepared, navigator=args.navigator)  # MiniLM: the CPU default reranker
+    navigators = {main_suffix: navigator}
     if args.oracle_navigator:
         navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
     rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=args.noise_seed))
                  for s in args.sigmas]
     if args.minilm:
-        rerankers.append(('MiniLM', garen.VectorScorer(prepared.vectors, encoder)))
+        rerankers.append(('MiniLM', minilm))
     variants = dict(map(parse_variant, args.variant))
     for budget in args.budgets:
         for kind, reranker in rerankers:
