@@ -73,7 +73,8 @@ def test_rows_name_the_navigator_of_garen_only(example, tmp_path):
     from pyterrier_garen.synthetic import make_synthetic
     make_synthetic(tmp_path / 'collection', docs_per_topic=6, queries_per_topic=1)
     common = ['--dataset', str(tmp_path / 'collection'), '--workdir', str(tmp_path / 'work'), '--budgets', '20',
-              '--sigmas', '0.5', '--minilm', '--systems', 'GAR', 'GAREN+', '--weights', '0.1', '--variant', 'V:evidence_weight=1']
+              '--sigmas', '0.5', '--minilm', '--systems', 'GAR', 'GAREN+', '--weights', '0.1',
+              '--variant', 'V:evidence_weight=1']
     example.main([*common, '--navigator', 'vote', '--out', str(tmp_path / 'vote.csv')])
     example.main([*common, '--out', str(tmp_path / 'centroid.csv')])
     vote, centroid = pd.read_csv(tmp_path / 'vote.csv'), pd.read_csv(tmp_path / 'centroid.csv')

@@ -39,6 +39,10 @@ def test_evidence_weight_follows_the_reranker():
     assert garen.last_trace[0]['evidence'] == pytest.approx({0: 0.4, 1: 0.24})
     # a small lambda does not overturn the navigator
     assert run(evidence_weight=0.1)[1][1] == ['a1', 'a3', 'y1', 'x1']
+    # without the option no evidence is computed, so the trace records none
+    paper = run()[0]
+    steps = [('eligible' in event, 'evidence' in event) for event in paper.last_trace]
+    assert steps == [(True, False)] * 3 + [(False, False)]  # three expansions, then the last window
 
 
 def test_interleave_slots():
