@@ -79,7 +79,7 @@ def parse_variant(text):
 
 def split_fusion(pipeline):
     """``(system, fusion stage)`` of ``system >> FirstStageFusion(...)`` (``(pipeline, None)`` without one)."""
-    stages = list(pt.inspect.subtransformers(pipeline).get('transformers', [pipeline]))  # a Compose's stages
+    stages = pt.inspect.subtransformers(pipeline)['transformers'] if isinstance(pipeline, pt.Compose) else [pipeline]
     if len(stages) > 1 and isinstance(stages[-1], garen.FirstStageFusion):
         return functools.reduce(operator.rshift, stages[:-1]), stages[-1]
     return pipeline, None

@@ -39,7 +39,7 @@ def searches(name, build, order, feedback):
     pipeline = build([name], order)[name]
     out = {f'{name}:{order}': pipeline}
     for beta in feedback:  # GAREN / GAREN+ with reranker feedback in navigation, otherwise the same
-        first, search = pipeline._transformers
+        first, search = pt.inspect.subtransformers(pipeline)['transformers']  # first stage >> the search
         params = {k: getattr(search, k) for k in inspect.signature(garen.GAREN).parameters}
         out[f'{name}-fb{beta:g}:{order}'] = first >> garen.GAREN(**{**params, 'feedback': beta})
     return out

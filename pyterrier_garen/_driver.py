@@ -239,15 +239,22 @@ def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Call
 FINAL_ORDERS = ('auto', 'paper', 'score', 'dropped')
 
 
+def pipeline_stages(transformer: Any) -> List[Any]:
+    """The stages of a ``>>`` pipeline (``pt.Compose``, read with ``pt.inspect.subtransformers``); else
+    ``[transformer]``."""
+    if isinstance(transformer, pt.Compose):
+        return list(pt.inspect.subtransformers(transformer)['transformers'])
+    return [transformer]
+
+
 def is_listwise(reranker: Any) -> bool:
     """Whether a reranker declares window-relative scores (``listwise = True``), looking through ``>>`` pipelines.
 
     The last stage of a pipeline that declares ``listwise`` decides; a reranker that declares nothing counts as
     pointwise (its scores compare across calls, as those of cross-encoders, yes/no scorers and vector scorers do).
     """
-    stages = list(getattr(reranker, '_transformers', None) or [reranker])
-    for stage in reversed(stages):
-        if getattr(stage, '_transformers', None):
+    for stage in reversed(pipeline_stages(reranker)):
+        if isinstance(stage, pt.Compose):
             return is_listwise(stage)
         if hasattr(stage, 'listwise'):
             return bool(stage.listwise)

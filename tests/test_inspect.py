@@ -10,6 +10,7 @@ from _toy_graph import DictScorer, ToyGroupGraph, toy_components
 
 import pyterrier_garen as garen
 from pyterrier_garen import _registry, analysis
+from pyterrier_garen._driver import pipeline_stages
 from pyterrier_garen._gar import GAR
 from pyterrier_garen._params import Rebuildable
 
@@ -56,7 +57,7 @@ def _registered():
     out = []
     for name in _registry.system_names():
         pipeline = _registry.system(name).factory(components)
-        stages = getattr(pipeline, '_transformers', [pipeline])
+        stages = pipeline_stages(pipeline)
         out += [(name, t) for t in stages if type(t).__module__.startswith('pyterrier_garen')]
     return out
 
