@@ -212,3 +212,50 @@ def test_budget_at_least_the_collection_warns():
     assert warn_budget_covers_collection(100, 1400, context='x') is False
     with pytest.warns(UserWarning, match='budget=1400 is at least the 1400'):
         assert warn_budget_covers_collection(1400, 1400, context='x') is True
+
+
+class _LaterWindowsScoreHigher(pt.Transformer):
+    """Listwise: each call scores its rows ``100 * call - position``, so scores do not compare across windows."""
+    listwise = True
+
+    def __init__(self):
+        self.calls = 0
+
+    def transform(self, inp):
+        self.calls += 1
+        return inp.assign(score=100. * self.calls - inp['rank'].astype(float))
+
+
+def test_auto_takes_the_rerankers_declaration_not_score_order():
+    # scores that grow with the window: 'score' would put the last window's documents first, 'dropped' merges by
+    # the position each document was last placed at; 'auto' must read the reranker's declaration and give 'dropped'
+    graph = ToyGroupGraph(ADJACENCY, GROUPS)
+
+    def run(final_order):
+        return GAREN(_LaterWindowsScoreHigher(), graph, DictScorer(NAVIGATE), window=4, keep=2, budget=10,
+                     group_budget=2, tau_switch=1, propagate=False, final_order=final_order)(
+            first_stage(R0)).docno.tolist()
+    assert run('score') != run('dropped')
+    assert run('auto') == run('dropped')
+
+
+@pytest.mark.parametrize('seed', [0, 1, 2])
+def test_propagation_under_score_order_places_the_top_ten_only(seed):
+    # GAREN with propagation and final_order='score': propagation re-orders the top PROPAGATION_DEPTH (10) only;
+    # every later document keeps its place in the score order of the observed set (an independent route: sorting
+    # the observed documents by the pointwise scorer's score)
+    rnd = random.Random(seed)
+    docs, graph = _random_graph(rnd)
+    r0 = rnd.sample(docs, 40)
+    scorer = HashScorer(salt=str(seed))
+
+    def run(alpha):
+        return GAREN(scorer, graph, VoteNavigator(), window=6, keep=3, budget=25, group_budget=3, alpha=alpha,
+                     final_order='score')(first_stage(r0)).docno.tolist()
+    got = run(2.0)
+    by_score = sorted(got, key=lambda d: -scorer.score('query one', d))
+    head = set(got[:10])
+    assert got[10:] == [d for d in by_score if d not in head]
+    assert len(got) == 25
+    assert run(0.0) == by_score  # no group term: nothing moves
+    assert got[:10] != by_score[:10]  # alpha 2 lifts group members within the head (else the test proves nothing)
