@@ -186,3 +186,29 @@ def test_adaptive_shares_recomputed_from_the_trace_by_the_odds_formula(prior):
             uneven += seen_fs != seen_g
     assert checked >= 6
     assert uneven >= 3  # the two sources' counts differ, so swapping them would show
+
+
+def test_defaults_are_the_papers_settings():
+    # paper, Implementation Details: w = 20, h = 10, budget 100, K_g = 20, tau_switch = 4; Appendix A: p = .6 and
+    # alpha = .01 (non-reasoning reranking); everything beyond the paper off, no trace kept
+    import random
+
+    from _toy_graph import HashScorer
+    from pyterrier_garen._navigators import VoteNavigator
+    rnd = random.Random(3)
+    docs = [f'd{i}' for i in range(300)]
+    graph = ToyGroupGraph({d: rnd.sample(docs, 4) for d in docs}, {d: i // 10 for i, d in enumerate(docs)})
+    reranker = HashScorer()
+    garen = GAREN(reranker, graph, VoteNavigator())
+    paper = dict(window=20, keep=10, budget=100, group_budget=20, tau_switch=4, p=.6, alpha=.01, propagate=True,
+                 evidence_weight=0., interleave=0, adaptive_interleave=0., switch_members=0, fusion=0.,
+                 tail_fusion=None, observed_fusion=0., feedback=0., link_feedback=0., dropped_vote=1.,
+                 trace=False)
+    assert {name: getattr(garen, name) for name in paper} == paper
+    assert garen.strategy == 'explore_exploit'
+    assert garen.final_order == 'auto'  # beyond the paper: the default chosen in docs/decisions.md (issue 16)
+    out = garen(first_stage(rnd.sample(docs, 200)))
+    # T = 1 + ceil((c - w) / (w - h)) = 1 + ceil(80 / 10) = 9 windows of 20: the first 20, then 10 kept + 10 new
+    assert [len(call) for call in reranker.calls] == [20] * 9
+    assert out.docno.nunique() == 100
+    assert not getattr(garen, 'last_trace', None)
