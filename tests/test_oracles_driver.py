@@ -1,7 +1,7 @@
 """Oracles for the search driver (``_driver.py``): the sliding windows, lock-step batching, the per-query state and
 the accounting, with values worked by hand at the edges where the plausible variants of the code differ."""
-import types
 
+import pyterrier as pt
 import pytest
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 from test_baselines import R6, SLIDE_GRAPH, SLIDE_SCORES
@@ -65,14 +65,24 @@ def test_dropped_order_puts_documents_never_re_ranked_last():
     assert order_tail(['h', 'x', 'b', 'y', 'c'], 1, 'dropped', scores={}, last=last) == ['h', 'c', 'b', 'x', 'y']
 
 
+class _Declares(pt.Transformer):
+    """A stage that declares ``listwise`` (or, with None, declares nothing)."""
+
+    def __init__(self, listwise=None):
+        if listwise is not None:
+            self.listwise = listwise
+
+    def transform(self, inp):
+        return inp
+
+
 def test_is_listwise_looks_into_a_nested_pipeline():
-    # PyTerrier flattens ``a >> (b >> c)``, but a combinator holding stages of its own (here a stand-in with
-    # ``_transformers``) is looked into, and its last declaring stage decides, also over an earlier outer stage
-    listwise, pointwise = types.SimpleNamespace(listwise=True), types.SimpleNamespace(listwise=False)
-    nested = types.SimpleNamespace(_transformers=[listwise, types.SimpleNamespace()])
-    assert is_listwise(types.SimpleNamespace(_transformers=[pointwise, nested]))
-    assert not is_listwise(types.SimpleNamespace(_transformers=[listwise, types.SimpleNamespace(
-        _transformers=[pointwise])]))
+    # the stages of ``a >> (b >> c)`` (pt.Compose, read with pt.inspect.subtransformers): the last stage that
+    # declares ``listwise`` decides, over an earlier declaring stage and past later stages that declare nothing
+    assert is_listwise(pt.Compose(_Declares(False), pt.Compose(_Declares(True), _Declares())))
+    assert not is_listwise(pt.Compose(_Declares(True), pt.Compose(_Declares(), _Declares(False))))
+    assert not is_listwise(_Declares() >> _Declares())
+    assert is_listwise(_Declares(True))
 
 
 def test_run_batched_serves_the_first_handler_kind_first_and_batches_the_rest():
