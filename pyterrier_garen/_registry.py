@@ -304,6 +304,9 @@ register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_
 register_navigator(Navigator('centroid', lambda groups, prepared, encoder: _public('CentroidNavigator')(
     groups, prepared.vectors, encoder), text='query vs. group centroid (CentroidNavigator)', encoder=True,
     extras=('cpu',)))
+register_navigator(Navigator('centroid-vote', lambda groups, prepared, encoder: _public('CentroidNavigator')(
+    groups, prepared.vectors, encoder, vote_weight=_public('CENTROID_VOTE_WEIGHT')),
+    text='query vs. group centroid, plus the vote (CentroidNavigator, vote_weight)', encoder=True, extras=('cpu',)))
 register_navigator(Navigator('summary', lambda groups, prepared, encoder: _public('SummaryNavigator')(
     groups, encoder), text="query vs. the summary's vector (SummaryNavigator)", encoder=True, summaries=True,
     extras=('cpu',)))
