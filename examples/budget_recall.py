@@ -178,8 +178,8 @@ def main(argv=None):
         import dataclasses
         prepared = dataclasses.replace(prepared, groups=analysis.partition_groups(prepared, args.partition_seed))
     main_suffix = '' if args.navigator == 'centroid' else f'@{args.navigator}'  # rows say which navigator ran
-    minilm, navigator = garen.cpu_components(prepared, navigator=args.navigator)  # MiniLM: the CPU default reranker
-    navigators = {main_suffix: navigator}
+    minilm, main_navigator = garen.cpu_components(prepared, navigator=args.navigator)  # MiniLM: the CPU reranker
+    navigators = {main_suffix: main_navigator}
     if args.oracle_navigator:
         navigators['@oracle-nav'] = analysis.SimulatedNavigator(qrels, prepared.groups, noise=0.0)
     rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=args.noise_seed))

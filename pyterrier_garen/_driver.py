@@ -253,9 +253,7 @@ def is_listwise(reranker: Any) -> bool:
     The last stage of a pipeline that declares ``listwise`` decides; a reranker that declares nothing counts as
     pointwise (its scores compare across calls, as those of cross-encoders, yes/no scorers and vector scorers do).
     """
-    for stage in reversed(pipeline_stages(reranker)):
-        if isinstance(stage, pt.Compose):
-            return is_listwise(stage)
+    for stage in reversed(pipeline_stages(reranker)):  # pt.Compose flattens nested pipelines
         if hasattr(stage, 'listwise'):
             return bool(stage.listwise)
     return False

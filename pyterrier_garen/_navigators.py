@@ -103,7 +103,7 @@ class CentroidNavigator(VectorComponent):
         gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self)
         qvecs = self._queries(list(inp['query']))
         cvecs = centroids[gids]
-        scores = np.einsum('ij,ij->i', qvecs, cvecs).astype(np.float64)
+        scores = np.einsum('ij,ij->i', qvecs, cvecs)
         if self.vote_weight:
             scores = scores + self.vote_weight * inp['vote'].to_numpy(dtype=np.float64)
         return self.with_scores(inp, scores)
