@@ -400,6 +400,7 @@ class GAREN(WindowSearch):
                  feedback: float = 0.0,
                  link_feedback: float = 0.0,
                  dropped_vote: float = 1.0,
+                 vote_weight: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -459,6 +460,12 @@ class GAREN(WindowSearch):
             dropped_vote: (beyond the paper; 1 = paper) weight of the vote (Eq. 5/11) of a window document that the
                 reranker placed below the kept top ``h`` (a kept one votes 1; :func:`weighted_votes`); 0: only the
                 kept documents nominate candidate groups.
+            vote_weight: (beyond the paper; 0 = off) a group's value is its navigator score ``+ vote_weight *``
+                its vote, the ``vote`` column the navigator received with it (so, with ``dropped_vote=0``, the number
+                of kept window documents with a k-NN neighbour in the group). It is added once, when the group is
+                scored, and cached with the score; with any navigator. ``CentroidNavigator(vote_weight=w)`` (the
+                navigator ``'centroid-vote'``) scores the same sum, so do not pass both. The trace's ``scored``
+                keeps the navigator's own scores.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -490,6 +497,7 @@ class GAREN(WindowSearch):
         self.feedback = feedback
         self.link_feedback = link_feedback
         self.dropped_vote = dropped_vote
+        self.vote_weight = vote_weight
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
@@ -507,6 +515,7 @@ class GAREN(WindowSearch):
         check_number('feedback', feedback, low=0, note='0 = off')
         check_number('link_feedback', link_feedback, low=0, note='0 = off')
         check_number('dropped_vote', dropped_vote, low=0, high=1, note='1 = the paper: every window document votes 1')
+        check_number('vote_weight', vote_weight, low=0, note='0 = off: the navigator score alone')
         resolve_final_order(final_order, reranker)  # checks the value
         check_choice('member_order', member_order, MEMBER_ORDERS)
         check_bool(propagate=propagate, trace=trace)
@@ -573,6 +582,8 @@ class GAREN(WindowSearch):
         scored = yield from state.navigate(chosen, {'docno': [str(g) for g in chosen],
                                                     'text': [view.summary(g) for g in chosen],
                                                     'vote': [votes.get(g, 0) for g in chosen]})
+        if self.vote_weight:  # the vote joins the navigator score once, in the cache (Pi_q) that orders the groups
+            state.cache.update({g: s + self.vote_weight * votes.get(g, 0) for g, s in scored.items()})
         evidence = group_evidence(top, view.group_of, self.p) if self.evidence_weight else {}
         value = (lambda g: state.cache[g] + self.evidence_weight * evidence.get(g, 0.)) if evidence else \
             state.cache.__getitem__

@@ -65,6 +65,8 @@ class CentroidNavigator(VectorComponent):
             that GAREN sends with each row (paper Eq. 11; with ``dropped_vote=0``, only the kept documents vote).
             0 (the default): the cosine alone. Registered as the navigator ``'centroid-vote'`` (weight
             :data:`CENTROID_VOTE_WEIGHT`); docs/results.md, issue 16's ninth pass, has the measurements.
+            ``GAREN(vote_weight=w)`` adds the same term to any navigator's score, and GAREN+ does (then it adds
+            none of its own to a navigator that already does).
     """
 
     def __init__(self, groups, vectors, encoder=None, *, vote_weight: float = 0.0):
