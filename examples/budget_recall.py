@@ -34,8 +34,9 @@ a search found the relevant documents (navigation) or lost them in its order. --
 row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels: best member label per group) as
 ``<system>@oracle-nav``. --partition-seed S runs the groups-based systems on the Leiden partition of seed S
 (analysis.partition_groups; built once in the workdir). Appends one CSV row per (budget, reranker, system, order)
-as it goes. --shares FILE also traces every GAREN search with ``adaptive_interleave`` and appends to FILE how it
-split its expansions between the first stage and the groups (analysis.share_summary: per iteration, and each
+as it goes; --per-query FILE appends each query's values of those rows (for paired tests across systems).
+--shares FILE also traces every GAREN search with ``adaptive_interleave`` and appends to FILE how it split its
+expansions between the first stage and the groups (analysis.share_summary: per iteration, and each
 query's last share, over the queries).
 """
 import argparse
@@ -120,8 +121,9 @@ def adaptive_searches(pipeline):
     return found
 
 
-def evaluate(run, qrels, qids):
-    """Mean nDCG@10, R@100 and R@1000 over ``qids`` of a run given in rank order (0 for a missing query)."""
+def per_query(run, qrels, qids):
+    """``{measure: [value per query of qids]}`` (nDCG@10, R@100 and R@1000 as ``R@obs``) of a run given in rank
+    order; a query without documents counts 0."""
     frame = pd.DataFrame({'query_id': run.qid.astype(str), 'doc_id': run.docno.astype(str),
                           'score': -run.groupby('qid').cumcount().astype(float)})
     judged = pd.DataFrame({'query_id': qrels.qid.astype(str), 'doc_id': qrels.docno.astype(str),
@@ -130,7 +132,12 @@ def evaluate(run, qrels, qids):
     values = {}
     for m in ir_measures.iter_calc(list(measures.values()), judged, frame):
         values.setdefault(str(m.measure), {})[m.query_id] = m.value
-    return {name: float(np.mean([values.get(str(m), {}).get(q, 0.0) for q in qids])) for name, m in measures.items()}
+    return {name: [values.get(str(m), {}).get(q, 0.0) for q in qids] for name, m in measures.items()}
+
+
+def evaluate(run, qrels, qids):
+    """Mean nDCG@10, R@100 and R@1000 over ``qids`` of a run given in rank order (0 for a missing query)."""
+    return {name: float(np.mean(values)) for name, values in per_query(run, qrels, qids).items()}
 
 
 def main(argv=None):
@@ -161,6 +168,9 @@ def main(argv=None):
                         help='head weights F of the fsF+tailT orders (default: --fusion)')
     parser.add_argument('--partition-seed', type=int, help="Leiden seed of GAREN's groups (default: the prepared one)")
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
+    parser.add_argument('--per-query', metavar='FILE',
+                        help='CSV, appended to: each query\'s nDCG@10, R@100 and R@obs per row of --out (for paired '
+                             'tests across systems; columns as --out plus qid, without seconds)')
     parser.add_argument('--shares', metavar='FILE',
                         help="CSV, appended to: the first-stage share of the adaptive_interleave searches' expansions")
     args = parser.parse_args(argv)
@@ -223,10 +233,17 @@ def main(argv=None):
                 for order, frame in tails.items():
                     frame = frame.sort_values(['qid', 'rank'], kind='stable')
                     reordered[order] = frame.assign(qid=frame.qid.astype(str), docno=frame.docno.astype(str))
+                queries = []
                 for order, frame in reordered.items():
-                    rows.append({'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
-                                 'noise_seed': args.noise_seed, 'partition_seed': args.partition_seed,
-                                 'order': order, **evaluate(frame, qrels, qids), 'seconds': seconds})
+                    values = per_query(frame, qrels, qids)
+                    cell = {'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
+                            'noise_seed': args.noise_seed, 'partition_seed': args.partition_seed, 'order': order}
+                    rows.append({**cell, **{m: float(np.mean(v)) for m, v in values.items()}, 'seconds': seconds})
+                    if args.per_query:
+                        queries.append(pd.DataFrame({**cell, 'qid': qids, **values}))
+                if queries:
+                    pd.concat(queries).to_csv(args.per_query, mode='a', header=not os.path.exists(args.per_query),
+                                              index=False)
                 rows = pd.DataFrame(rows)
                 rows.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)
                 for stage in traced:

@@ -42,6 +42,9 @@ def test_evaluate_reads_the_list_order(example):
     assert values['R@100'] == pytest.approx(.25)
     assert values['R@obs'] == pytest.approx(.25)
     assert values['nDCG@10'] == pytest.approx(.386853 / 2, abs=1e-6)
+    each = example.per_query(run, qrels, ['other', 'q'])  # in the order of the qids asked for
+    assert each['R@100'] == [0., .5]
+    assert each['nDCG@10'] == pytest.approx([0., .386853], abs=1e-6)
 
 
 
@@ -76,8 +79,14 @@ def test_rows_name_the_navigator_of_garen_only(example, tmp_path):
               '--sigmas', '0.5', '--minilm', '--systems', 'GAR', 'GAREN+', '--weights', '0.1',
               '--variant', 'V:evidence_weight=1']
     example.main([*common, '--navigator', 'vote', '--out', str(tmp_path / 'vote.csv')])
-    example.main([*common, '--out', str(tmp_path / 'centroid.csv')])
+    example.main([*common, '--out', str(tmp_path / 'centroid.csv'), '--per-query', str(tmp_path / 'queries.csv')])
     vote, centroid = pd.read_csv(tmp_path / 'vote.csv'), pd.read_csv(tmp_path / 'centroid.csv')
+    # each row of --out is the mean of its queries' rows in --per-query
+    queries = pd.read_csv(tmp_path / 'queries.csv')
+    cells = ['reranker', 'system', 'order']
+    assert queries.groupby(cells).qid.nunique().eq(queries.qid.nunique()).all()
+    means = queries.groupby(cells, sort=False)[['nDCG@10', 'R@100', 'R@obs']].mean().reset_index()
+    pd.testing.assert_frame_equal(means, centroid[cells + ['nDCG@10', 'R@100', 'R@obs']], check_exact=False)
     assert list(dict.fromkeys(vote.system)) == ['GAR', 'GAREN+@vote', 'V@vote']
     assert list(dict.fromkeys(centroid.system)) == ['GAR', 'GAREN+', 'V']
     assert list(dict.fromkeys(vote.reranker)) == ['sigma=0.5', 'MiniLM']
