@@ -301,7 +301,8 @@ def _garen_plus(c: Components) -> Any:
     """GAREN with :data:`GAREN_PLUS`; without its own fusion under a shared stage, and without its own vote term
     when the navigator already adds the vote (``'centroid-vote'``), so the vote counts once."""
     options = {**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}
-    if getattr(c.navigator, 'vote_weight', 0):
+    stages = importlib.import_module('pyterrier_garen._driver').pipeline_stages(c.navigator)  # through >> too
+    if any(getattr(stage, 'vote_weight', 0) for stage in stages):
         options['vote_weight'] = 0.0
     return _garen(c, **options)
 

@@ -71,6 +71,8 @@ def test_garen_plus_adds_the_vote_once(tmp_path):
     assert plain.vote_weight == 0.02
     voting = _garen_stage(build(_registry.Components(navigator=_navigator(tmp_path, vote_weight=.02), **parts)))
     assert voting.vote_weight == 0.0  # the navigator 'centroid-vote' already adds it
+    piped = pt.Transformer.identity() >> _navigator(tmp_path, vote_weight=.02)  # also inside a >> pipeline
+    assert _garen_stage(build(_registry.Components(navigator=piped, **parts))).vote_weight == 0.0
     assert _garen_stage(build(_registry.Components(navigator=garen.VoteNavigator(), **parts))).vote_weight == 0.02
     assert _garen_stage(_registry.system('GAREN').factory(
         _registry.Components(navigator=_navigator(tmp_path), **parts))).vote_weight == 0.0  # the paper's GAREN
