@@ -463,11 +463,11 @@ class GAREN(WindowSearch):
             vote_weight: (beyond the paper; 0 = off) a group's value is its navigator score ``+ vote_weight *``
                 its vote, the ``vote`` column the navigator received with it (so, with ``dropped_vote=0``, the number
                 of kept window documents with a k-NN neighbour in the group). It is added once, when the group is
-                scored, and cached with the score; with any navigator. ``w`` is in the navigator's score units
-                (GAREN+'s 0.02 was measured with cosines in [-1, 1]; a navigator with a wider score range needs a
-                larger one for the same effect). ``CentroidNavigator(vote_weight=w)`` (the
-                navigator ``'centroid-vote'``) scores the same sum, so do not pass both. The trace's ``scored``
-                keeps the navigator's own scores.
+                scored, and cached with the score; with any navigator. The weight is in the navigator's score
+                units (GAREN+'s 0.02 was measured with cosines in [-1, 1]; a navigator with a wider score range needs
+                a larger one for the same effect). ``CentroidNavigator(vote_weight=...)`` (the navigator
+                ``'centroid-vote'``) scores the same sum, so do not pass both. The trace's ``scored`` keeps the
+                navigator's own scores.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
