@@ -55,7 +55,6 @@ _EXPORTS = {
     # navigators and rerankers (_navigators.py, _rerankers.py)
     'VoteNavigator': '._navigators',
     'CentroidNavigator': '._navigators',
-    'CENTROID_VOTE_WEIGHT': '._navigators',
     'SummaryNavigator': '._navigators',
     'YesNoScorer': '._navigators',
     'VectorScorer': '._rerankers',

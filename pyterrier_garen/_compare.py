@@ -36,11 +36,8 @@ def cpu_components(prepared, *, navigator: str = 'centroid') -> Tuple[pt.Transfo
 
     Args:
         prepared: the result of :func:`pyterrier_garen.prepare`.
-        navigator: ``'centroid'`` (query vs. mean member vector; best recall on the reference runs),
-            ``'centroid-vote'`` (the same plus ``CENTROID_VOTE_WEIGHT *`` the group's vote, beyond the paper, which
-            GAREN+ adds to any navigator itself),
-            ``'summary'`` (query vs. the extractive summary's vector) or ``'vote'`` (the paper's connectivity
-            heuristic).
+        navigator: ``'centroid'`` (query vs. mean member vector; best recall on the reference runs), ``'summary'``
+            (query vs. the extractive summary's vector) or ``'vote'`` (the paper's connectivity heuristic).
 
     Returns:
         ``(reranker, navigator)``.

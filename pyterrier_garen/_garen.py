@@ -465,9 +465,7 @@ class GAREN(WindowSearch):
                 of kept window documents with a k-NN neighbour in the group). It is added once, when the group is
                 scored, and cached with the score; with any navigator. The weight is in the navigator's score
                 units (GAREN+'s 0.02 was measured with cosines in [-1, 1]; a navigator with a wider score range needs
-                a larger one for the same effect). ``CentroidNavigator(vote_weight=...)`` (the navigator
-                ``'centroid-vote'``) scores the same sum, so do not pass both. The trace's ``scored`` keeps the
-                navigator's own scores.
+                a larger one for the same effect). The trace's ``scored`` keeps the navigator's own scores.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 

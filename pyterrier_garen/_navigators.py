@@ -16,14 +16,11 @@ import pandas as pd
 import pyterrier as pt
 
 from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
-from ._params import Rebuildable, check_groups, check_number, check_optional_positive, parse_group_ids
+from ._params import Rebuildable, check_groups, check_optional_positive, parse_group_ids
 from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
 from ._vectors import VectorComponent, unit
 
-__all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer', 'CENTROID_VOTE_WEIGHT']
-
-#: The vote weight of the registered navigator ``'centroid-vote'`` (docs/results.md, issue 16's ninth pass).
-CENTROID_VOTE_WEIGHT = 0.02
+__all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer']
 
 
 class VoteNavigator(Rebuildable, pt.Transformer):
@@ -54,26 +51,17 @@ class VoteNavigator(Rebuildable, pt.Transformer):
 class CentroidNavigator(VectorComponent):
     """Embedding navigator: ``score = cos(query vector, mean of the group members' unit vectors)``.
 
-    Needs no summary. Rows are GAREN's navigator frame: ``qid, query, docno=<group id>`` (other columns ignored,
-    except ``vote`` with ``vote_weight``).
+    Needs no summary. Rows are GAREN's navigator frame: ``qid, query, docno=<group id>`` (other columns ignored).
 
     Args:
         groups: the :class:`GroupCorpusGraph`.
         vectors: the ``pyterrier_dr.FlexIndex`` of the same corpus.
         encoder: the query encoder; defaults to the packaged MiniLM.
-        vote_weight: (beyond the paper) adds ``vote_weight * vote`` to the cosine, where ``vote`` is the group's vote
-            that GAREN sends with each row (paper Eq. 11; with ``dropped_vote=0``, only the kept documents vote).
-            0 (the default): the cosine alone. Registered as the navigator ``'centroid-vote'`` (weight
-            :data:`CENTROID_VOTE_WEIGHT`); docs/results.md, issue 16's ninth pass, has the measurements.
-            ``GAREN(vote_weight=w)`` adds the same term to any navigator's score, and GAREN+ does (then it adds
-            none of its own to a navigator that already does).
     """
 
-    def __init__(self, groups, vectors, encoder=None, *, vote_weight: float = 0.0):
-        check_number('vote_weight', vote_weight, low=0, note='0 = the cosine alone')
+    def __init__(self, groups, vectors, encoder=None):
         super().__init__(vectors, encoder)
         self.groups = groups
-        self.vote_weight = vote_weight
         self._centroids: Optional[np.ndarray] = None
 
 
@@ -97,18 +85,14 @@ class CentroidNavigator(VectorComponent):
         return self._centroids
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno', *(['vote'] if self.vote_weight else [])],
-                            context=self)
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         centroids = self.centroids()
         gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self)
         qvecs = self._queries(list(inp['query']))
         cvecs = centroids[gids]
-        scores = np.einsum('ij,ij->i', qvecs, cvecs)
-        if self.vote_weight:
-            scores = scores + self.vote_weight * inp['vote'].to_numpy(dtype=np.float64)
-        return self.with_scores(inp, scores)
+        return self.with_scores(inp, np.einsum('ij,ij->i', qvecs, cvecs))
 
 
 class SummaryNavigator(VectorComponent):

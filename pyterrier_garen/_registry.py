@@ -296,18 +296,8 @@ register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN
 #: What GAREN+ runs without when ``build_systems`` appends the shared fusion stage to every system.
 NO_OWN_FUSION = {'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}
 
-
-def _garen_plus(c: Components) -> Any:
-    """GAREN with :data:`GAREN_PLUS`; without its own fusion under a shared stage, and without its own vote term
-    when the navigator already adds the vote (``'centroid-vote'``), so the vote counts once."""
-    options = {**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}
-    stages = importlib.import_module('pyterrier_garen._driver').pipeline_stages(c.navigator)  # through >> too
-    if any(getattr(stage, 'vote_weight', 0) for stage in stages):
-        options['vote_weight'] = 0.0
-    return _garen(c, **options)
-
-
-register_system(System('GAREN+', _garen_plus, groups=True,
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}),
+                       groups=True,
                        text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -316,10 +306,6 @@ register_system(System('GAREN+', _garen_plus, groups=True,
 register_navigator(Navigator('centroid', lambda groups, prepared, encoder: _public('CentroidNavigator')(
     groups, prepared.vectors, encoder), text='query vs. group centroid (CentroidNavigator)', encoder=True,
     extras=('cpu',)))
-register_navigator(Navigator('centroid-vote', lambda groups, prepared, encoder: _public('CentroidNavigator')(
-    groups, prepared.vectors, encoder, vote_weight=_public('CENTROID_VOTE_WEIGHT')),
-    text='query vs. group centroid, plus the vote (CentroidNavigator, vote_weight; GAREN+ adds the vote itself)',
-    encoder=True, extras=('cpu',)))
 register_navigator(Navigator('summary', lambda groups, prepared, encoder: _public('SummaryNavigator')(
     groups, encoder), text="query vs. the summary's vector (SummaryNavigator)", encoder=True, summaries=True,
     extras=('cpu',)))

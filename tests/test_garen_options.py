@@ -203,7 +203,7 @@ def test_defaults_are_the_papers_settings():
     paper = dict(window=20, keep=10, budget=100, group_budget=20, tau_switch=4, p=.6, alpha=.01, propagate=True,
                  evidence_weight=0., interleave=0, adaptive_interleave=0., switch_members=0, fusion=0.,
                  tail_fusion=None, observed_fusion=0., feedback=0., link_feedback=0., dropped_vote=1.,
-                 trace=False)
+                 vote_weight=0., trace=False)
     assert {name: getattr(garen, name) for name in paper} == paper
     assert garen.strategy == 'explore_exploit'
     assert garen.final_order == 'auto'  # beyond the paper: the default chosen in docs/decisions.md (issue 16)

@@ -3,7 +3,6 @@ import pandas as pd
 import pyterrier as pt
 import pytest
 from _toy_graph import R0, HashScorer, first_stage, worked_garen
-from test_centroid_vote import _navigator
 from test_robustness_online import _groups
 
 import pyterrier_garen as garen
@@ -43,17 +42,28 @@ def test_vote_weight_is_checked(bad):
         worked_garen(vote_weight=bad)
 
 
-def test_the_same_as_the_navigator_that_adds_the_vote(tmp_path):
-    # an independent route: CentroidNavigator(vote_weight=w) adds the vote inside the navigator
-    groups = _groups(tmp_path)
+class _Navigator(pt.Transformer):
+    """A navigator of fixed per-(query, group) scores; with ``vote_weight`` it adds the vote itself."""
+
+    def __init__(self, vote_weight=0.):
+        self.hash, self.vote_weight = HashScorer('navigator'), vote_weight
+
+    def transform(self, inp):
+        out = self.hash(inp)
+        return out.assign(score=out['score'] + self.vote_weight * inp['vote'].astype(float))
+
+
+def test_the_same_as_a_navigator_that_adds_the_vote(tmp_path):
+    # an independent route: the test's navigator adds weight x vote to its own score
+    groups = _groups(tmp_path)  # 20 documents, groups of five, edges i -> i+1, i+2
     inp = pd.concat([first_stage([f'd{i:02d}' for i in order], qid=qid, query=qid)
                      for qid, order in (('q1', [0, 7, 14, 3, 19, 11]), ('q2', [5, 12, 1, 18]))], ignore_index=True)
     options = dict(window=4, keep=2, budget=12, group_budget=2, dropped_vote=0.0)
     for weight in (.05, 2.):
-        by_navigator = garen.GAREN(HashScorer(), groups, _navigator(tmp_path, vote_weight=weight), **options)(inp)
-        by_garen = garen.GAREN(HashScorer(), groups, _navigator(tmp_path), vote_weight=weight, **options)(inp)
+        by_navigator = garen.GAREN(HashScorer(), groups, _Navigator(weight), **options)(inp)
+        by_garen = garen.GAREN(HashScorer(), groups, _Navigator(), vote_weight=weight, **options)(inp)
         pd.testing.assert_frame_equal(by_navigator, by_garen)
-    plain = garen.GAREN(HashScorer(), groups, _navigator(tmp_path), **options)(inp)
+    plain = garen.GAREN(HashScorer(), groups, _Navigator(), **options)(inp)
     assert not plain.equals(by_garen)  # the weight 2 changes the run, so the comparison above can fail
 
 
@@ -62,17 +72,10 @@ def _garen_stage(pipeline):
     return next(s for s in stages if isinstance(s, garen.GAREN))
 
 
-def test_garen_plus_adds_the_vote_once(tmp_path):
-    assert _registry.GAREN_PLUS['vote_weight'] == garen.CENTROID_VOTE_WEIGHT == 0.02
-    groups = _groups(tmp_path)
-    build = _registry.system('GAREN+').factory
-    parts = dict(first_stage=pt.Transformer.identity(), reranker=HashScorer(), groups=groups)
-    plain = _garen_stage(build(_registry.Components(navigator=_navigator(tmp_path), **parts)))
-    assert plain.vote_weight == 0.02
-    voting = _garen_stage(build(_registry.Components(navigator=_navigator(tmp_path, vote_weight=.02), **parts)))
-    assert voting.vote_weight == 0.0  # the navigator 'centroid-vote' already adds it
-    piped = pt.Transformer.identity() >> _navigator(tmp_path, vote_weight=.02)  # also inside a >> pipeline
-    assert _garen_stage(build(_registry.Components(navigator=piped, **parts))).vote_weight == 0.0
-    assert _garen_stage(build(_registry.Components(navigator=garen.VoteNavigator(), **parts))).vote_weight == 0.02
-    assert _garen_stage(_registry.system('GAREN').factory(
-        _registry.Components(navigator=_navigator(tmp_path), **parts))).vote_weight == 0.0  # the paper's GAREN
+def test_garen_plus_adds_the_vote_and_garen_does_not(tmp_path):
+    assert _registry.GAREN_PLUS['vote_weight'] == 0.02
+    parts = dict(first_stage=pt.Transformer.identity(), reranker=HashScorer(), groups=_groups(tmp_path))
+    for navigator in (_Navigator(), garen.VoteNavigator()):
+        components = _registry.Components(navigator=navigator, **parts)
+        assert _garen_stage(_registry.system('GAREN+').factory(components)).vote_weight == 0.02
+        assert _garen_stage(_registry.system('GAREN').factory(components)).vote_weight == 0.0  # the paper's
