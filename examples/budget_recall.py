@@ -11,8 +11,9 @@ centroid navigator; ``vote`` uses no embeddings; GAREN rows of another navigator
 and the same reranker: the
 simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed --noise-seed: an ANALYSIS INSTRUMENT that
 reads the qrels; sigma 100 is a random reranker) or MiniLM (--minilm). --fusion W appends the same FirstStageFusion
-to every system and variant (as strength_sweep.py --fusion does; GAREN+ then drops its own, so a variant must not set
-``fusion`` too). Each run's documents are the ones
+to every system and variant, over the whole list (strength_sweep.py's ``--fusion W --observed-fusion 0``; GAREN+ then
+drops its own, so a variant must not set ``fusion`` too; GAREN+'s depth-aware stage is the ``fsF+tailT+obsU``
+orders below). Each run's documents are the ones
 its search observed (at most the budget), so besides the returned order (``order=system``) the script re-orders
 that same set and evaluates it again:
 
@@ -203,7 +204,8 @@ def main(argv=None):
             for suffix, navigator in navigators.items():
                 names = [s for s in args.systems if s.startswith('GAREN') or suffix == main_suffix]
                 built = garen.build_systems(prepared, reranker, navigator, budget=budget, first_stage=source,
-                                            systems=names, fusion=args.fusion) if names else {}
+                                            systems=names, fusion=args.fusion,
+                                            observed_fusion=0.) if names else {}  # flat, as for the variants
                 runs.update({name + (suffix if name.startswith('GAREN') else ''): pipeline  # baselines: no navigator
                              for name, pipeline in built.items()})
                 for name, kwargs in variants.items():

@@ -90,6 +90,8 @@ def main(argv=None):
     prepared = garen.prepare(dataset, args.workdir, graph=args.graph, vectors=args.graph == 'dense',
                              verbose=args.verbose)
     budget_list = args.budgets or [args.budget]
+    args.tail_fusion, args.observed_fusion = analysis.resolve_fusion(args.fusion, args.tail_fusion,
+                                                                     args.observed_fusion)  # what ran, as printed
     with warnings.catch_warnings():
         if args.strict:
             warnings.simplefilter('error', UserWarning)

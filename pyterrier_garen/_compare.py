@@ -57,7 +57,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
                   systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
                   final_order: Optional[str] = None, verbose: bool = False, tail_fusion: Optional[float] = None,
-                  fusion_head: int = 10, observed_fusion: float = 0.0) -> Dict[str, pt.Transformer]:
+                  fusion_head: int = 10, observed_fusion: Optional[float] = None) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -70,7 +70,9 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
         systems: the subset of names to build.
         fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` (with ``first_stage``) appended to every
-            system (0 = none); GAREN+ then runs without its own ``fusion``, so every row gets the same help.
+            system (0 = none); GAREN+ then runs without its own ``fusion``, so every row gets the same help. With
+            neither ``tail_fusion`` nor ``observed_fusion`` given, the stage takes GAREN+'s depth-aware weights
+            below the head (:func:`resolve_fusion`), so it is the stage GAREN+ carries, at weight ``fusion``.
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: one progress bar per system (over queries) while it runs (:func:`compare` shows one bar over
             the systems instead).
@@ -80,7 +82,9 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         fusion_head: documents above the tail (default 10, what nDCG@10 sees).
         observed_fusion: that stage's weight of each search's observation order below the head
             (``FirstStageFusion(observed_weight=...)``, by the ``iteration`` column every adaptive search writes; 0 =
-            none); when set the stage is appended to every system likewise.
+            none; None = 0, or GAREN+'s weight when ``fusion`` is set and ``tail_fusion`` is None); when set the
+            stage is appended to every system likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat
+            fusion over the whole list.
 
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
@@ -96,10 +100,8 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                       f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
     bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
-    check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
-    check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='first-stage weight below the head, None = off')
+    tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)
     check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
-    check_number('observed_fusion', observed_fusion, low=0, note='observation-order weight below the head, 0 = off')
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
                                       navigator=navigator, budget=budget, doc_navigator=doc_navigator,
                                       verbose=verbose, final_order=final_order, fusion=fusion,
@@ -110,6 +112,25 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
         pipelines = {name: pipe >> FirstStageFusion(bm25, fusion, **stage) for name, pipe in pipelines.items()}
     return pipelines
+
+
+def resolve_fusion(fusion: float, tail_fusion: Optional[float] = None,
+                   observed_fusion: Optional[float] = None) -> Tuple[Optional[float], float]:
+    """The weights below the head of the stage shared by every system: ``(tail_fusion, observed_fusion)``.
+
+    A fusion weight given alone (``fusion > 0``, both others None) means the stage GAREN+ carries, at that weight
+    in the head: its own ``tail_fusion`` and ``observed_fusion`` (:data:`GAREN_PLUS`) below it. So ``--fusion 0.1``
+    gives every baseline exactly GAREN+'s help, and GAREN+'s row is the one it has without ``--fusion``. Any
+    other combination is taken as given (None observation weight = 0); ``observed_fusion=0`` with ``fusion`` alone
+    is the flat fusion over the whole list. Raises ``ValueError`` for a negative weight.
+    """
+    check_number('fusion', fusion, low=0, note='first-stage fusion weight, 0 = off')
+    check_number('tail_fusion', tail_fusion, low=0, none_ok=True, note='first-stage weight below the head, None = off')
+    check_number('observed_fusion', observed_fusion, low=0, none_ok=True,
+                 note="observation-order weight below the head, 0 = off, None = GAREN+'s with --fusion alone")
+    if fusion and tail_fusion is None and observed_fusion is None:
+        return GAREN_PLUS['tail_fusion'], GAREN_PLUS['observed_fusion']
+    return tail_fusion, observed_fusion or 0.
 
 
 def fusion_stage(tail_fusion: Optional[float], fusion_head: int, observed_fusion: float) -> Dict[str, Any]:
@@ -127,17 +148,20 @@ def add_fusion_arguments(parser) -> None:
     appends ONE :class:`~pyterrier_garen.FirstStageFusion` to every system, so every system gets the same help."""
     parser.add_argument('--fusion', type=float, default=0.0, metavar='W',
                         help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
-                             'GAREN+ then runs without its own fusion); 0 = none')
+                             "GAREN+ then runs without its own fusion); 0 = none. Alone it is GAREN+'s stage: "
+                             f"below the top --fusion-head documents --tail-fusion {GAREN_PLUS['tail_fusion']:g} "
+                             f"--observed-fusion {GAREN_PLUS['observed_fusion']:g} (add --observed-fusion 0 for "
+                             'W over the whole list)')
     parser.add_argument('--tail-fusion', type=float, metavar='T',
                         help='depth-aware fusion: below the top --fusion-head documents, fuse with the first stage '
                              'at weight T instead (the same stage for every system); default: --fusion for the '
-                             'whole list')
+                             "whole list, or GAREN+'s with --fusion alone")
     parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
                         help='documents above the tail fusion (default 10, what nDCG@10 sees)')
-    parser.add_argument('--observed-fusion', type=float, default=0.0, metavar='U',
+    parser.add_argument('--observed-fusion', type=float, metavar='U',
                         help="depth-aware fusion: below the top --fusion-head documents, add each search's "
                              'observation order (when it first saw a document) at weight U (the same stage for '
-                             'every system); 0 = none')
+                             "every system); 0 = none (the default, or GAREN+'s with --fusion alone)")
 
 
 def describe_fusion(fusion: float, tail_fusion: Optional[float], fusion_head: int,
@@ -193,7 +217,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
             verbose: bool = False, reranker: str = 'minilm', tail_fusion: Optional[float] = None,
-            fusion_head: int = 10, observed_fusion: float = 0.0) -> pd.DataFrame:
+            fusion_head: int = 10, observed_fusion: Optional[float] = None) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -208,7 +232,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         navigator: GAREN's navigator (see :func:`cpu_components`).
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
-        fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none).
+        fusion: first-stage fusion weight applied to every system (:func:`build_systems`; 0 = none); alone, the
+            stage GAREN+ carries (:func:`resolve_fusion`).
         tail_fusion: that fusion's weight below its first ``fusion_head`` documents (:func:`build_systems`).
         fusion_head: documents above the tail fusion.
         observed_fusion: that fusion's weight of the observation order below the head (:func:`build_systems`).
@@ -238,6 +263,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         dataset = load_dataset(str(dataset))
     _registry.navigator(navigator)  # an unknown name fails before anything is built
     check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
+    tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # what the table reports
     from ._text_rerankers import RERANKERS, build_reranker
     if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
         build_reranker(reranker, None)
@@ -351,13 +377,13 @@ def garen_plus_legend(shared: bool = False) -> str:
     """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README); ``shared``:
     the table was run with one fusion stage for every row (``--fusion`` and the like), which replaces GAREN+'s own."""
     options = ', '.join(f'{k}={v}' for k, v in GAREN_PLUS.items())
-    fusions = [k for k in ('fusion', 'tail_fusion', 'observed_fusion') if k in GAREN_PLUS]
-    options_shared = ' '.join(f'--{k.replace("_", "-")} {GAREN_PLUS[k]:g}' for k in fusions)
+    options_shared = f"--fusion {GAREN_PLUS['fusion']:g}"  # alone, GAREN+'s whole stage (resolve_fusion)
     return (f'GAREN+: GAREN with options beyond the paper ({options}), frozen after the reranker-strength sweep on '
             'the shipped collections (docs/results.md); GAREN is the paper\'s algorithm. '
             + ('Here every row got the same fusion stage with the first stage, in place of GAREN+\'s own.' if shared
                else f'Its fusion with the first stage would help any system and no other row has it here: '
-                    f'`{options_shared}` gives that one stage to every row (GAREN+ then drops its own).'))
+                    f'`{options_shared}` gives that same stage, its weights below the top 10 included, to every '
+                    'row (GAREN+ then drops its own).'))
 
 
 def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:

@@ -84,7 +84,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
                    fusion: float = 0.0, final_order: Optional[str] = None, tail_fusion: Optional[float] = None,
-                   fusion_head: int = 10, observed_fusion: float = 0.0,
+                   fusion_head: int = 10, observed_fusion: Optional[float] = None,
                    verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
@@ -112,14 +112,16 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         variants: extra GAREN configurations, ``{name: GAREN keyword arguments}`` (e.g.
             ``{'GAREN-t2': {'tau_switch': 2}}``), run like the GAREN systems (same reranker, navigator, budget).
         fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` appended to every system and variant (0 =
-            none); GAREN+ then runs without its own ``fusion``.
+            none); GAREN+ then runs without its own ``fusion``. Alone (``tail_fusion`` and ``observed_fusion``
+            None) it is the stage GAREN+ carries, at this weight (:func:`~pyterrier_garen._compare.resolve_fusion`).
         final_order: every window search's ``final_order`` (None: each search's default); variants too unless
             they set their own.
         tail_fusion: that fusion's weight below its first ``fusion_head`` documents (depth-aware fusion, see
             :class:`~pyterrier_garen.FirstStageFusion`; None = ``fusion`` for the whole list), for every system
             and variant alike.
         fusion_head: documents above the tail fusion.
-        observed_fusion: that fusion's weight of each search's observation order below the head (0 = none).
+        observed_fusion: that fusion's weight of each search's observation order below the head (0 = none; None:
+            0, or GAREN+'s with ``fusion`` alone).
         verbose: progress bars.
 
     Returns:
@@ -129,10 +131,11 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
-    from ._compare import build_systems, evaluation_qrels, fusion_stage
+    from ._compare import build_systems, evaluation_qrels, fusion_stage, resolve_fusion
     from ._driver import warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
+    tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
     systems = list(SWEEP_SYSTEMS if systems is None else systems)
     depends = {name: _registry.system(name).groups for name in systems}  # unknown names fail here, before any run
     nav_spec = _registry.navigator(navigator)

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._compare import add_fusion_arguments, describe_fusion
+from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, judged_topics, partition_groups, plot_strength_sweep, strength_sweep,
                      sweep_plot_file, sweep_summary, sweep_tests)
@@ -35,7 +35,8 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics', 'SWEEP_SYSTEMS',
-           'SWEEP_COLUMNS', 'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'share_summary']
+           'SWEEP_COLUMNS', 'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
+           'share_summary']
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:

@@ -69,7 +69,10 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(20, 40), fusion=0.1,
                                           **COMMON)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
-    assert 'first-stage fusion 0.1 for every system' in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    # --fusion alone is GAREN+'s stage, and the line says so
+    assert ('first-stage fusion 0.1 for every system, below the top 10 first-stage fusion 0.5, below the top 10 '
+            'observation-order fusion 3;') in printed
     load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
                          '--observed-fusion', '1', '--out', str(out)])
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,
@@ -158,7 +161,8 @@ def test_tail_fusion_is_one_stage_for_every_system_and_equals_the_stage_on_the_p
     expected = _evaluate(run, garen.evaluation_qrels(prepared.dataset), topics.qid.astype(str).tolist())
     assert table['R@100'].iloc[0] == pytest.approx(expected['R@100'].mean())
     assert table['nDCG@10'].iloc[0] == pytest.approx(expected['nDCG@10'].mean())
-    whole, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, **COMMON)
+    whole, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, observed_fusion=0.,
+                                       **COMMON)  # the flat fusion over the whole list
     assert table['nDCG@10'].iloc[0] != pytest.approx(whole['nDCG@10'].iloc[0])
     head10, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=40, fusion=0.1, tail_fusion=2.0, **COMMON)
     assert head10['nDCG@10'].iloc[0] == pytest.approx(whole['nDCG@10'].iloc[0])  # the top 10 is the same
@@ -177,18 +181,71 @@ def test_compare_cli_passes_the_depth_aware_fusion(monkeypatch, capsys):
           '--quiet'])
     assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.1, 1.0, 2.0, 5)
     main(['compare', '--quiet'])
-    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.0, None, 0.0, 10)
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion'], seen['fusion_head']) == (0.0, None, None, 10)
+    main(['compare', '--fusion', '0.1', '--quiet'])  # compare() resolves the None to GAREN+'s stage
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion']) == (0.1, None, None)
+    main(['compare', '--fusion', '0.1', '--observed-fusion', '0', '--quiet'])
+    assert (seen['fusion'], seen['tail_fusion'], seen['observed_fusion']) == (0.1, None, 0.0)
 
 
 def test_garen_plus_legend_says_whether_the_baselines_got_its_fusion():
     from pyterrier_garen.__main__ import build_parser
     from pyterrier_garen._compare import garen_plus_legend
     alone, shared = garen_plus_legend(), garen_plus_legend(shared=True)
-    assert 'no other row has it here: `--fusion 0.1 --tail-fusion 0.5 --observed-fusion 3` gives' in alone
+    assert 'no other row has it here: `--fusion 0.1` gives that same stage' in alone
     assert 'no other row' not in shared
     assert 'Here every row got the same fusion stage' in shared
-    # the flags the legend names are compare's own and give GAREN+'s weights
-    args = build_parser().parse_args(['compare', '--fusion', '0.1', '--tail-fusion', '0.5', '--observed-fusion', '3'])
-    assert (args.fusion, args.tail_fusion, args.observed_fusion, args.fusion_head) == (0.1, 0.5, 3.0, 10)
-    from pyterrier_garen._compare import GAREN_PLUS
+    # the flag the legend names is compare's own and, alone, gives GAREN+'s three weights
+    from pyterrier_garen._compare import GAREN_PLUS, resolve_fusion
+    args = build_parser().parse_args(['compare', '--fusion', '0.1'])
+    assert (args.fusion, *resolve_fusion(args.fusion, args.tail_fusion, args.observed_fusion)) == (0.1, 0.5, 3.0)
     assert (GAREN_PLUS['fusion'], GAREN_PLUS['tail_fusion'], GAREN_PLUS['observed_fusion']) == (0.1, 0.5, 3.0)
+
+
+def test_resolve_fusion_by_hand():
+    from pyterrier_garen.analysis import resolve_fusion
+    assert resolve_fusion(0.1) == (0.5, 3.0)  # alone: GAREN+'s weights below the head, whatever the head weight
+    assert resolve_fusion(0.7, None, None) == (0.5, 3.0)
+    assert resolve_fusion(0.1, 1.0) == (1.0, 0.)  # a tail weight given: no observation term unless asked
+    assert resolve_fusion(0.1, None, 0.) == (None, 0.)  # the flat fusion
+    assert resolve_fusion(0.1, None, 2.0) == (None, 2.0)
+    assert resolve_fusion(0.) == (None, 0.)  # no fusion: nothing below the head either
+    assert resolve_fusion(0., 0.4) == (0.4, 0.)
+    assert resolve_fusion(0., None, 1.5) == (None, 1.5)
+    for bad in (dict(fusion=-0.1), dict(fusion=0.1, tail_fusion=-1.), dict(fusion=0.1, observed_fusion=-1.)):
+        with pytest.raises(ValueError, match=next(iter(k for k, v in bad.items() if v < 0))):
+            resolve_fusion(**bad)
+
+
+def test_fusion_alone_gives_every_system_garen_plus_stage_and_leaves_garen_plus_as_it_is(small):
+    """``--fusion 0.1`` is GAREN+'s own stage: GAREN+'s ranking is the one it has without the flag, every document
+    of every query in the same place (budget 40, where the order below the top 10 differs between the stages), and
+    a baseline's is its plain ranking through ``FirstStageFusion(first, 0.1, tail_weight=0.5, observed_weight=3)``."""
+    from pyterrier_garen import FirstStageFusion, VoteNavigator, build_systems
+    from pyterrier_garen.analysis import SimulatedReranker
+    _, prepared = small
+    qrels = garen.evaluation_qrels(prepared.dataset)
+    topics = analysis.judged_topics(prepared.dataset, qrels)
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    source = pt.Transformer.from_df(first)
+
+    def runs(**fusion):
+        pipes = build_systems(prepared, SimulatedReranker(qrels, noise=1.0, seed=3), VoteNavigator(), budget=40,
+                              first_stage=source, systems=['GAR', 'SlideGAR', 'GAREN+'], **fusion)
+        return {name: {q: g.sort_values('rank').docno.tolist() for q, g in pipe(topics).groupby('qid')}
+                for name, pipe in pipes.items()}
+    alone, shared, flat = runs(), runs(fusion=0.1), runs(fusion=0.1, observed_fusion=0.)
+    assert shared['GAREN+'] == alone['GAREN+']
+    assert flat['GAREN+'] != alone['GAREN+']  # the flat stage is another order: the check above can fail
+    for name in ('GAR', 'SlideGAR'):
+        plain = {q: pd.DataFrame({'qid': q, 'docno': d, 'rank': range(len(d))}) for q, d in alone[name].items()}
+        for stage, kwargs in ((shared, dict(tail_weight=0.5, observed_weight=3.)), (flat, {})):
+            if kwargs:  # the observation order comes from the search's iteration column: run it again, unfused
+                pipe = build_systems(prepared, SimulatedReranker(qrels, noise=1.0, seed=3), VoteNavigator(),
+                                     budget=40, first_stage=source, systems=[name])[name]
+                fused = FirstStageFusion(first, 0.1, **kwargs)(pipe(topics))
+            else:
+                fused = FirstStageFusion(first, 0.1)(pd.concat(plain.values()))
+            expected = {q: g.sort_values('rank').docno.tolist() for q, g in fused.groupby('qid')}
+            assert stage[name] == expected, name
+        assert shared[name] != flat[name], name
