@@ -249,3 +249,21 @@ def test_fusion_alone_gives_every_system_garen_plus_stage_and_leaves_garen_plus_
             expected = {q: g.sort_values('rank').docno.tolist() for q, g in fused.groupby('qid')}
             assert stage[name] == expected, name
         assert shared[name] != flat[name], name
+
+
+def test_sweep_variants_get_the_resolved_stage_too(small):
+    """In the sweep a variant with GAREN+'s search options and ``fusion`` alone gets the same stage as the GAREN+
+    row: both rows equal, at a budget (150 of 160 documents) where R@100 depends on the order below the top 10."""
+    _, prepared = small
+    search = {k: v for k, v in garen._compare.GAREN_PLUS.items() if k not in ('fusion', 'tail_fusion',
+                                                                          'observed_fusion')}
+    common = {**COMMON, 'sigmas': (1.0,)}
+    shared, _ = analysis.strength_sweep(prepared, systems=['GAREN+'], budget=150, fusion=0.1,
+                                        variants={'V': search}, **common)
+    flat, _ = analysis.strength_sweep(prepared, systems=['GAREN+'], budget=150, fusion=0.1, observed_fusion=0.,
+                                      variants={'V': search}, **common)
+    for table in (shared, flat):
+        rows = table.set_index('system')
+        assert rows.loc['V', 'R@100'] == pytest.approx(rows.loc['GAREN+', 'R@100'])
+        assert rows.loc['V', 'nDCG@10'] == pytest.approx(rows.loc['GAREN+', 'nDCG@10'])
+    assert shared.set_index('system').loc['V', 'R@100'] != pytest.approx(flat.set_index('system').loc['V', 'R@100'])
