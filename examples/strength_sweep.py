@@ -59,7 +59,8 @@ def main(argv=None):
     parser.add_argument('--out', required=True, help='CSV of the sweep table')
     parser.add_argument('--plot', help='PNG of nDCG@10 and R@100 against sigma')
     parser.add_argument('--tests', help='also write the paired t-tests as CSV')
-    parser.add_argument('--sigmas', type=float, nargs='+', default=[0.25, 0.5, 1.0, 2.0])
+    parser.add_argument('--sigmas', type=float, nargs='*', default=[0.25, 0.5, 1.0, 2.0],
+                        help='noise levels of the simulated reranker (none given: MiniLM only)')
     parser.add_argument('--noise-seeds', type=int, nargs='+', default=[0, 1])
     parser.add_argument('--partition-seeds', type=int, nargs='+', default=[42, 43])
     parser.add_argument('--no-minilm', action='store_true', help='skip the MiniLM reranker')
@@ -81,6 +82,8 @@ def main(argv=None):
                         help='k-NN graph for the groups (bm25 needs no MiniLM: use with --no-minilm --navigator vote)')
     parser.add_argument('--verbose', action='store_true')
     args = parser.parse_args(argv)
+    if not args.sigmas and args.no_minilm:
+        parser.error('--sigmas without values runs MiniLM only, and --no-minilm leaves no reranker')
 
     if args.dataset:
         dataset = load_dataset(args.dataset)

@@ -98,7 +98,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     Args:
         prepared: the result of :func:`~pyterrier_garen.prepare` (its Leiden seed is one partition; others are
             built with :func:`partition_groups`).
-        sigmas: noise levels.
+        sigmas: noise levels (may be empty with ``minilm``: MiniLM only).
         noise_seeds: noise seeds of the simulated reranker.
         partition_seeds: Leiden seeds.
         minilm: also run the MiniLM reranker.
@@ -136,6 +136,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
+    if not list(sigmas) and not minilm:
+        raise ValueError('no reranker to sweep: give at least one sigma, or minilm=True (MiniLM only)')
     systems = list(SWEEP_SYSTEMS if systems is None else systems)
     depends = {name: _registry.system(name).groups for name in systems}  # unknown names fail here, before any run
     nav_spec = _registry.navigator(navigator)

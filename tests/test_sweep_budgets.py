@@ -267,3 +267,16 @@ def test_sweep_variants_get_the_resolved_stage_too(small):
         assert rows.loc['V', 'R@100'] == pytest.approx(rows.loc['GAREN+', 'R@100'])
         assert rows.loc['V', 'nDCG@10'] == pytest.approx(rows.loc['GAREN+', 'nDCG@10'])
     assert shared.set_index('system').loc['V', 'R@100'] != pytest.approx(flat.set_index('system').loc['V', 'R@100'])
+
+
+def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
+    """``--sigmas`` without values sweeps MiniLM alone; with ``--no-minilm`` too nothing is left, which is an error
+    that says so (the function likewise)."""
+    root, prepared = small
+    with pytest.raises(ValueError, match='no reranker to sweep'):
+        analysis.strength_sweep(prepared, systems=['GAR'], sigmas=(), noise_seeds=(0,), partition_seeds=(42,),
+                                minilm=False)
+    args = ['--dataset', str(root / 'collection'), '--workdir', str(root / 'work'), '--graph', 'bm25',
+            '--navigator', 'vote', '--partition-seeds', '42', '--systems', 'GAR', '--out', str(tmp_path / 'x.csv')]
+    with pytest.raises(SystemExit):
+        load_example().main([*args, '--no-minilm', '--sigmas'])
