@@ -67,7 +67,7 @@ def main(argv=None):
     parser.add_argument('--systems', nargs='+', default=list(analysis.SWEEP_SYSTEMS), choices=garen.SYSTEMS,
                         metavar='SYSTEM', help='registered systems (default: those the sweep declares)')
     budgets = parser.add_mutually_exclusive_group()
-    budgets.add_argument('--budget', type=int, default=100, help='documents reranked per query (default: 100)')
+    budgets.add_argument('--budget', type=int, help='documents reranked per query (default: 100)')
     budgets.add_argument('--budgets', type=int, nargs='+', help='several budgets in one sweep, e.g. 50 100 200')
     analysis.add_fusion_arguments(parser)
     parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
@@ -85,6 +85,16 @@ def main(argv=None):
     if not args.sigmas and args.no_minilm:
         parser.error('--sigmas without values runs MiniLM only, and --no-minilm leaves no reranker')
 
+    budget_list = args.budgets or [100 if args.budget is None else args.budget]
+    try:  # before any artifact is built
+        analysis.check_sweep_arguments(sigmas=args.sigmas, noise_seeds=args.noise_seeds,
+                                       partition_seeds=args.partition_seeds, budgets=budget_list,
+                                       num_queries=args.queries)
+    except ValueError as ex:  # named by its flag
+        flags = {'num_queries': '--queries', 'noise_seed': '--noise-seeds', 'partition_seed': '--partition-seeds',
+                 'budget': '--budgets' if args.budgets else '--budget', 'sigma': '--sigmas'}
+        name, _, rest = str(ex).partition(' ')
+        parser.error(f'{flags.get(name.rstrip("s"), flags.get(name, name))} {rest}')
     if args.dataset:
         dataset = load_dataset(args.dataset)
     else:
@@ -92,7 +102,6 @@ def main(argv=None):
         dataset = make_synthetic(os.path.join(args.workdir, 'collection'))
     prepared = garen.prepare(dataset, args.workdir, graph=args.graph, vectors=args.graph == 'dense',
                              verbose=args.verbose)
-    budget_list = args.budgets or [args.budget]
     args.tail_fusion, args.observed_fusion = analysis.resolve_fusion(args.fusion, args.tail_fusion,
                                                                      args.observed_fusion)  # what ran, as printed
     with warnings.catch_warnings():

@@ -5,6 +5,7 @@ system this help can give it to all of them (``compare --fusion W``, ``strength_
 """
 from __future__ import annotations
 
+import warnings
 from typing import Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -76,8 +77,9 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     ``bm25 >> GAREN(..., fusion=w)`` and ``bm25 >> GAREN(...) >> FirstStageFusion(bm25, w)`` rank alike.
 
     Required input columns: ``['qid', 'docno']`` plus ``rank`` or ``score``. Output: the input rows (every column
-    kept) in the fused order, with ``rank`` 0-based and ``score`` strictly decreasing with it (the number of the
-    query's documents minus the rank, so evaluation tools cannot re-sort ties by docno).
+    kept; of a docno repeated within a query only its best-placed row, with a warning) in the fused order, with
+    ``rank`` 0-based and ``score`` strictly decreasing with it (the number of the query's documents minus the rank,
+    so evaluation tools cannot re-sort ties by docno).
     """
 
     def __init__(self, first_stage: Union[pt.Transformer, pd.DataFrame], weight: float = 0.1, *, k: int = FUSION_K,
@@ -124,10 +126,14 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
         if len(inp) == 0:
             return inp.copy()
         first = self._first(inp)
-        frames = []
+        frames, dropped = [], 0
         for qid, group in inp.groupby('qid', sort=False):
             order = [c for c in ('rank', 'score') if c in group.columns][:1]
             group = group.sort_values(order, ascending='rank' in order, kind='stable').reset_index(drop=True)
+            repeated = group['docno'].astype(str).duplicated().to_numpy()
+            if repeated.any():  # one row per document: its best-placed one
+                dropped += int(repeated.sum())
+                group = group[~repeated].reset_index(drop=True)
             docnos = group['docno'].astype(str).tolist()
             rank0 = {d: i for i, d in enumerate(first.get(str(qid), []))}
             position = {d: i for i, d in enumerate(docnos)}
@@ -143,4 +149,7 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             group = group.iloc[[position[d] for d in fused]].reset_index(drop=True)
             n = len(group)
             frames.append(group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n)))
+        if dropped:
+            warnings.warn(f'{self!r}: dropped {dropped} duplicate docnos (kept the best-placed row of each per '
+                          f'query)', stacklevel=2)
         return pd.concat(frames, ignore_index=True)

@@ -18,6 +18,7 @@ import pandas as pd
 import pyterrier as pt
 
 from . import _registry
+from ._params import check_int, check_number
 
 __all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'strength_sweep', 'partition_groups', 'sweep_summary',
            'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file']
@@ -73,10 +74,42 @@ def _evaluate(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str]) -> pd
 
 def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = None) -> pd.DataFrame:
     """The topics of ``dataset`` with at least one relevant label (``label > 0``) in ``qrels``, in the dataset's
-    order; the first ``num_queries`` of them when given: the queries every sweep and diagnostic script evaluates."""
+    order; the first ``num_queries`` of them when given: the queries every sweep and diagnostic script evaluates.
+
+    Raises:
+        ValueError: for a ``num_queries`` that is not None or a positive integer.
+    """
+    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: every judged query')
     topics = dataset.get_topics()
     topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
     return topics.head(num_queries) if num_queries else topics
+
+def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
+                          partition_seeds: Sequence[int] = (42,), budgets: Sequence[int] = (100,),
+                          num_queries: Optional[int] = None) -> None:
+    """``ValueError`` naming the first bad argument of a sweep, before anything is built or run.
+
+    Each list must be non-empty (``sigmas`` may be empty: MiniLM only) and hold each value once (a repeated value
+    would run the same configuration twice and count its queries twice in the paired tests); the seeds and
+    budgets are integers (budgets positive), the sigmas finite and non-negative, ``num_queries`` None or positive.
+    """
+    lists = {'sigmas': list(sigmas), 'noise_seeds': list(noise_seeds), 'partition_seeds': list(partition_seeds),
+             'budgets': list(budgets)}
+    for name, values in lists.items():
+        if not values and name != 'sigmas':
+            raise ValueError(f'{name} is empty; give at least one value')
+        for value in values:
+            if name == 'sigmas':
+                check_number('sigma', value, low=0, note='noise of the simulated reranker')
+            else:
+                check_int(name[:-1], value, low=1 if name == 'budgets' else None,
+                          note='documents reranked per query' if name == 'budgets' else '')
+        repeated = sorted({v for v in values if values.count(v) > 1})
+        if repeated:
+            raise ValueError(f'{name} repeat {" ".join(f"{v:g}" for v in repeated)}: give each value once '
+                             f'(got {" ".join(f"{v:g}" for v in values)})')
+    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: every judged query')
+
 
 def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
                    partition_seeds: Sequence[int] = (42, 43), minilm: bool = True,
@@ -135,6 +168,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from ._driver import warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
+    budgets = [budget] if budgets is None else list(budgets)
+    check_sweep_arguments(sigmas=sigmas, noise_seeds=noise_seeds, partition_seeds=partition_seeds, budgets=budgets,
+                          num_queries=num_queries)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
     if not list(sigmas) and not minilm:
         raise ValueError('no reranker to sweep: give at least one sigma, or minilm=True (MiniLM only)')
@@ -148,7 +184,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     source = pt.Transformer.from_df(first)
-    budgets = [int(b) for b in (budgets if budgets else [budget])]
+    budgets = [int(b) for b in budgets]
     for b in budgets:
         warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep')
     options = {'final_order': final_order} if final_order is not None else {}

@@ -26,16 +26,17 @@ import pyterrier as pt
 
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
-from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, judged_topics, partition_groups, plot_strength_sweep, strength_sweep,
-                     sweep_plot_file, sweep_summary, sweep_tests)
+from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, judged_topics, partition_groups,
+                     plot_strength_sweep, strength_sweep, sweep_plot_file, sweep_summary, sweep_tests)
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise', 'doc_hops', 'group_hops',
            'gold_hops',
            'recall_by_hop', 'gold_group_diagnostics', 'gold_group_status', 'GOLD_STAGES', 'navigator_quality',
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
-           'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics', 'SWEEP_SYSTEMS',
-           'SWEEP_COLUMNS', 'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
+           'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics',
+           'check_sweep_arguments', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
+           'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary']
 
 

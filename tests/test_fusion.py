@@ -90,3 +90,20 @@ def test_garen_tail_fusion_equals_the_depth_aware_stage():
         garen(tail_fusion=-1)
     with pytest.raises(ValueError, match='observed_fusion'):
         garen(observed_fusion=-1)
+
+
+def test_a_repeated_docno_keeps_its_best_placed_row_with_a_warning():
+    """Input d1 d2 d1 d3 (by score), first stage d3 d2 d1, weight 1, k 60: the second d1 row (score 2, column
+    ``tag`` 'late') is dropped with a warning, and the rest is fused as three documents. By hand: d1 and d3 both
+    score 1/61 + 1/63 (a tie kept in input order, d1 first), d2 scores 2/62, which is lower."""
+    inp = pd.DataFrame({'qid': ['1'] * 4 + ['2'], 'query': ['a'] * 4 + ['b'], 'docno': ['d1', 'd2', 'd1', 'd3', 'd1'],
+                        'score': [4., 3., 2., 1., 1.], 'tag': ['early', 'x', 'late', 'y', 'z']})
+    first = pd.DataFrame({'qid': ['1'] * 3, 'docno': ['d3', 'd2', 'd1'], 'score': [3., 2., 1.]})
+    with pytest.warns(UserWarning, match='dropped 1 duplicate docnos'):
+        out = FirstStageFusion(first, 1.0)(inp)
+    one = out[out.qid == '1']
+    assert one.docno.tolist() == ['d1', 'd3', 'd2']
+    assert one.tag.tolist() == ['early', 'y', 'x']
+    assert one['rank'].tolist() == [0, 1, 2]
+    assert one.score.tolist() == [3., 2., 1.]
+    assert out[out.qid == '2'].docno.tolist() == ['d1']

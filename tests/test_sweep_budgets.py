@@ -280,3 +280,46 @@ def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
             '--navigator', 'vote', '--partition-seeds', '42', '--systems', 'GAR', '--out', str(tmp_path / 'x.csv')]
     with pytest.raises(SystemExit):
         load_example().main([*args, '--no-minilm', '--sigmas'])
+
+
+@pytest.mark.parametrize(('kwargs', 'message'), [
+    ({'budgets': [50, 100, 50]}, 'budgets repeat 50: give each value once'),
+    ({'budgets': []}, 'budgets is empty'),
+    ({'budgets': [100, 0]}, 'budget must be a positive integer, got 0'),
+    ({'sigmas': [0.5, 1.0, 0.5]}, 'sigmas repeat 0.5'),
+    ({'sigmas': [-0.25]}, 'sigma must be a finite number >= 0, got -0.25'),
+    ({'noise_seeds': [1, 1]}, 'noise_seeds repeat 1'),
+    ({'partition_seeds': [43, 42, 43]}, 'partition_seeds repeat 43'),
+    ({'partition_seeds': [42.5]}, 'partition_seed must be an integer'),
+    ({'num_queries': 0}, 'num_queries must be a positive integer'),
+])
+def test_sweep_arguments_are_checked_before_anything_runs(small, kwargs, message):
+    """A repeated value would run one configuration twice and count its queries twice in the paired tests; zero
+    queries used to mean every query. Each is refused by name, before a partition or a run is built."""
+    with pytest.raises(ValueError, match=message):
+        analysis.check_sweep_arguments(**kwargs)
+    root, prepared = small
+    full = {'sigmas': [0.5], 'noise_seeds': [0], 'partition_seeds': [42], 'budgets': [20], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        analysis.strength_sweep(prepared, systems=['GAR'], minilm=False, **full)
+    analysis.check_sweep_arguments(sigmas=[], noise_seeds=[0, 1], partition_seeds=[42], budgets=[50, 100],
+                                   num_queries=3)  # MiniLM only, distinct values: accepted
+
+
+def test_cli_names_the_flag_of_a_bad_sweep_argument(small, tmp_path, capsys):
+    """The script refuses a repeated budget, seed or sigma and ``--queries 0`` with the flag's name, before it
+    prepares anything (the workdir is not created); ``--budget`` and ``--budgets`` together are refused even when
+    ``--budget`` is the default value (argparse cannot tell a given default from an absent flag otherwise)."""
+    root, _ = small
+    work = tmp_path / 'never'
+    args = ['--dataset', str(root / 'collection'), '--workdir', str(work), '--out', str(tmp_path / 'x.csv')]
+    for extra, said in [(['--budgets', '100', '100'], '--budgets repeat 100'),
+                        (['--queries', '0'], '--queries must be a positive integer'),
+                        (['--noise-seeds', '0', '0'], '--noise-seeds repeat 0'),
+                        (['--sigmas', '1', '1'], '--sigmas repeat 1'),
+                        (['--budget', '0'], '--budget must be a positive integer'),
+                        (['--budget', '100', '--budgets', '200'], 'not allowed with argument --budget')]:
+        with pytest.raises(SystemExit):
+            load_example().main([*args, *extra])
+        assert said in capsys.readouterr().err
+    assert not work.exists()
