@@ -101,9 +101,15 @@ def test_a_repeated_docno_keeps_its_best_placed_row_with_a_warning():
     first = pd.DataFrame({'qid': ['1'] * 3, 'docno': ['d3', 'd2', 'd1'], 'score': [3., 2., 1.]})
     with pytest.warns(UserWarning, match='dropped 1 duplicate docnos'):
         out = FirstStageFusion(first, 1.0)(inp)
+    assert list(out.columns) == ['qid', 'query', 'docno', 'score', 'tag', 'rank']  # no index column left behind
     one = out[out.qid == '1']
     assert one.docno.tolist() == ['d1', 'd3', 'd2']
     assert one.tag.tolist() == ['early', 'y', 'x']
     assert one['rank'].tolist() == [0, 1, 2]
     assert one.score.tolist() == [3., 2., 1.]
     assert out[out.qid == '2'].docno.tolist() == ['d1']
+
+    # repeats in two queries are counted together
+    twice = pd.concat([inp, inp.assign(qid=inp.qid + 'b')], ignore_index=True)
+    with pytest.warns(UserWarning, match='dropped 2 duplicate docnos'):
+        FirstStageFusion(first, 1.0)(twice)

@@ -198,3 +198,13 @@ def test_observed_weight_orders_the_tail_by_when_the_search_first_saw_a_document
     assert FirstStageFusion(r0, weight=0, k=1, head=5, observed_weight=2)(inp).docno.tolist() == list('abcde')
     with pytest.raises(ValueError, match='observed_weight'):
         FirstStageFusion(r0, observed_weight=-1)
+
+
+def test_iteration_zero_is_a_first_look_and_only_negative_ones_count_as_last():
+    """Input d1 d2 d3 (i = 1..3) first seen at iterations -1 (backfill), 1 and 0: observation order d3 d2 d1 (o = 0,
+    1, 2; 1-based 1, 2, 3). Head 0, weight 0, observed weight 100, k 60: d1 1/61 + 100/63 = 1.6037, d2 1/62 +
+    100/62 = 1.6290, d3 1/63 + 100/61 = 1.6552 -> d3 d2 d1. Were iteration 0 counted as last with the backfill, d2
+    would lead."""
+    inp = frame(['d1', 'd2', 'd3'], score=[3., 2., 1.], iteration=[-1, 1, 0])
+    out = FirstStageFusion(frame(['x'], score=[1.]), weight=0, head=0, observed_weight=100)(inp)
+    assert out.docno.tolist() == ['d3', 'd2', 'd1']

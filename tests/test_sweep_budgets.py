@@ -1,4 +1,5 @@
 """The sweep over several budgets in one run, with one fusion for every system, and the budget warnings."""
+import re
 import warnings
 
 import pandas as pd
@@ -212,8 +213,14 @@ def test_resolve_fusion_by_hand():
     assert resolve_fusion(0.) == (None, 0.)  # no fusion: nothing below the head either
     assert resolve_fusion(0., 0.4) == (0.4, 0.)
     assert resolve_fusion(0., None, 1.5) == (None, 1.5)
+    said = {'fusion': 'fusion must be a finite number >= 0, got -0.1 (first-stage fusion weight, 0 = off)',
+            'tail_fusion': 'tail_fusion must be a finite number >= 0 or None, got -1.0 (first-stage weight below the '
+                           'head, None = off)',
+            'observed_fusion': "observed_fusion must be a finite number >= 0 or None, got -1.0 (observation-order "
+                               "weight below the head, 0 = off, None = GAREN+'s with --fusion alone)"}
     for bad in (dict(fusion=-0.1), dict(fusion=0.1, tail_fusion=-1.), dict(fusion=0.1, observed_fusion=-1.)):
-        with pytest.raises(ValueError, match=next(iter(k for k, v in bad.items() if v < 0))):
+        name = next(k for k, v in bad.items() if v < 0)
+        with pytest.raises(ValueError, match=f'^{re.escape(said[name])}$'):  # each error names its parameter
             resolve_fusion(**bad)
 
 
@@ -283,19 +290,22 @@ def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
 
 
 @pytest.mark.parametrize(('kwargs', 'message'), [
-    ({'budgets': [50, 100, 50]}, 'budgets repeat 50: give each value once'),
-    ({'budgets': []}, 'budgets is empty'),
-    ({'budgets': [100, 0]}, 'budget must be a positive integer, got 0'),
-    ({'sigmas': [0.5, 1.0, 0.5]}, 'sigmas repeat 0.5'),
-    ({'sigmas': [-0.25]}, 'sigma must be a finite number >= 0, got -0.25'),
-    ({'noise_seeds': [1, 1]}, 'noise_seeds repeat 1'),
-    ({'partition_seeds': [43, 42, 43]}, 'partition_seeds repeat 43'),
-    ({'partition_seeds': [42.5]}, 'partition_seed must be an integer'),
-    ({'num_queries': 0}, 'num_queries must be a positive integer'),
+    ({'budgets': [50, 100, 50]}, 'budgets repeat 50: give each value once (got 50 100 50)'),
+    ({'budgets': []}, 'budgets is empty; give at least one value'),
+    ({'budgets': [100, 0]}, 'budget must be a positive integer, got 0 (documents reranked per query)'),
+    ({'sigmas': [0.5, 1.0, 0.5]}, 'sigmas repeat 0.5: give each value once (got 0.5 1 0.5)'),
+    ({'sigmas': [-0.25]}, 'sigma must be a finite number >= 0, got -0.25 (noise of the simulated reranker)'),
+    ({'noise_seeds': [1, 1]}, 'noise_seeds repeat 1: give each value once (got 1 1)'),
+    ({'noise_seeds': [True]}, 'noise_seed must be an integer, got True'),
+    ({'partition_seeds': [43, 42, 43]}, 'partition_seeds repeat 43: give each value once (got 43 42 43)'),
+    ({'partition_seeds': [42.5]}, 'partition_seed must be an integer, got 42.5'),
+    ({'num_queries': 0}, 'num_queries must be a positive integer or None, got 0 (None: every judged query)'),
 ])
 def test_sweep_arguments_are_checked_before_anything_runs(small, kwargs, message):
     """A repeated value would run one configuration twice and count its queries twice in the paired tests; zero
-    queries used to mean every query. Each is refused by name, before a partition or a run is built."""
+    queries used to mean every query. Each is refused by name, before a partition or a run is built (the whole
+    message pinned: the seeds' errors carry no note)."""
+    message = f'^{re.escape(message)}$'
     with pytest.raises(ValueError, match=message):
         analysis.check_sweep_arguments(**kwargs)
     root, prepared = small
