@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from pyterrier_garen import code_version
+from pyterrier_garen._provenance import package_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,6 +51,7 @@ def save(path, *, caption: str, columns, rows, lines=(), command: str = None, tr
         'load_average': round(os.getloadavg()[0], 1),
         'cores': os.cpu_count(),
         'code': code_version(ROOT),
+        'packages': package_versions(),
         'caption': caption,
         'columns': [list(c) for c in columns],
         'rows': [{k: _plain(v) for k, v in row.items()} for row in rows],

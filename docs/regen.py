@@ -182,7 +182,22 @@ def render_compare(paths) -> str:
     if tests:
         out += ['', "GAR's R@100 against GAREN's (two-sided paired t-test that `compare` prints): " + '; '.join(tests)
                 + '.']
+    packages = _packages(records)
+    if packages:
+        out += ['', packages]
     return '\n'.join(out)
+
+
+def _packages(records) -> str:
+    """The line naming the numerics packages the runs had (``compare --json`` records them), or ''."""
+    seen = [r['packages'] for r in records if r.get('packages')]
+    if not seen:
+        return ''
+    names = list(dict.fromkeys(n for p in seen for n in p))
+    versions = [', '.join(sorted({p.get(n, '?') for p in seen})) for n in names]
+    return ('Package versions of these runs (a figure can move with them: a MiniLM vector that moves by 1e-7 can '
+            'change a k-NN neighbour, then the Leiden groups): '
+            + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.')
 
 
 def render_compare_output(path) -> str:
@@ -195,7 +210,9 @@ def render_compare_output(path) -> str:
     table = pd.DataFrame(record['rows'])
     table.attrs['run'] = record['run']
     table.attrs['labels'] = record['run'].get('labels')
-    return '\n'.join(_runs([record])) + ':\n\n```\n' + format_comparison(table) + '\n```'
+    packages = _packages([record])
+    return ('\n'.join(_runs([record])) + ':\n\n```\n' + format_comparison(table) + '\n```'
+            + (f'\n\n{packages}' if packages else ''))
 
 
 def main(argv=None):

@@ -12,7 +12,7 @@ import pyterrier as pt
 
 from . import _registry
 from ._params import check_int, check_number
-from ._provenance import code_version
+from ._provenance import code_version, package_versions
 
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
            'format_comparison']
@@ -395,7 +395,7 @@ def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
     path = Path(path)
     record = {'command': command, 'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
               'load_average': round(os.getloadavg()[0], 1), 'cores': os.cpu_count(), 'code': code_version(),
-              'run': table.attrs.get('run', {}),
+              'packages': package_versions(), 'run': table.attrs.get('run', {}),
               'rows': json.loads(table.to_json(orient='records'))}  # NaN (the baseline's tests) -> null
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + '.tmp')
