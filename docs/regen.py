@@ -195,9 +195,14 @@ def _packages(records) -> str:
         return ''
     names = list(dict.fromkeys(n for p in seen for n in p))
     versions = [', '.join(sorted({p.get(n, '?') for p in seen})) for n in names]
-    return ('Package versions of these runs (a figure can move with them: a MiniLM vector that moves by 1e-7 can '
-            'change a k-NN neighbour, then the Leiden groups): '
-            + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.')
+    bf16 = {r.get('cpu_native_bf16') for r in records} - {None}
+    where = ('' if not bf16 else ' Fresh MiniLM vectors there were encoded with bfloat16 matrix products (a CPU with '
+             'native bfloat16, `precision=\'auto\'`).' if bf16 == {True} else
+             ' Fresh MiniLM vectors there were encoded in float32 (no native bfloat16).' if bf16 == {False} else
+             ' The runs differ in whether fresh MiniLM vectors took bfloat16.')
+    return ('Package versions of these runs (a figure can move with them, and with the CPU: a MiniLM vector that '
+            'moves by 1e-7 can change a k-NN neighbour, then the Leiden groups): '
+            + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.' + where)
 
 
 def render_compare_output(path) -> str:

@@ -386,6 +386,15 @@ def garen_plus_legend(shared: bool = False) -> str:
                     'row (GAREN+ then drops its own).'))
 
 
+def _native_bf16() -> Optional[bool]:
+    """Whether a fresh encoding here takes bfloat16 (``precision='auto'``), when torch is installed; None otherwise."""
+    try:
+        from ._encoding import native_bf16
+        return bool(native_bf16())
+    except ImportError:
+        return None
+
+
 def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
     """Write :func:`compare`'s table (every column), what ran and the command and date as JSON (``compare --json``;
     ``docs/regen.py --compare`` renders these files into the README). Written to a temporary file, then moved."""
@@ -395,7 +404,7 @@ def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
     path = Path(path)
     record = {'command': command, 'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'),
               'load_average': round(os.getloadavg()[0], 1), 'cores': os.cpu_count(), 'code': code_version(),
-              'packages': package_versions(), 'run': table.attrs.get('run', {}),
+              'packages': package_versions(), 'cpu_native_bf16': _native_bf16(), 'run': table.attrs.get('run', {}),
               'rows': json.loads(table.to_json(orient='records'))}  # NaN (the baseline's tests) -> null
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + '.tmp')
