@@ -200,8 +200,8 @@ def _packages(records) -> str:
              'native bfloat16, `precision=\'auto\'`).' if bf16 == {True} else
              ' Fresh MiniLM vectors there were encoded in float32 (no native bfloat16).' if bf16 == {False} else
              ' The runs differ in whether fresh MiniLM vectors took bfloat16.')
-    return ('Package versions of these runs (a figure can move with them, and with the CPU: a MiniLM vector that '
-            'moves by 1e-7 can change a k-NN neighbour, then the Leiden groups): '
+    return ('Package versions of these runs (a figure can move with them and with the CPU, through the MiniLM vectors, '
+            'their k-NN graph and the Leiden groups: docs/decisions.md, "Figures belong to the artifacts"): '
             + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.' + where)
 
 

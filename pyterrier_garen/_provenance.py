@@ -8,9 +8,9 @@ __all__ = ['code_version', 'package_versions', 'NUMERIC_PACKAGES']
 
 #: Distributions whose versions can move a figure: the encoder's numerics (torch, transformers, tokenizers,
 #: sentence-transformers), the k-NN graph and the partition (numpy, faiss, igraph, leidenalg), BM25 (PISA) and
-#: the evaluation. A MiniLM vector that moves by 1e-7 can change a k-NN neighbour, then the Leiden groups.
+#: the evaluation. MiniLM vectors that move slightly can change k-NN neighbours, then the Leiden groups.
 NUMERIC_PACKAGES = ('torch', 'transformers', 'tokenizers', 'sentence-transformers', 'numpy', 'scipy', 'pandas',
-                    'faiss-cpu', 'igraph', 'leidenalg', 'python-terrier', 'pyterrier-dr', 'pyterrier-pisa',
+                    'faiss-cpu', 'igraph', 'leidenalg', 'pyterrier', 'pyterrier-dr', 'pyterrier-pisa',
                     'pyterrier-adaptive', 'ir-measures')
 
 
