@@ -357,3 +357,28 @@ def test_saved_model_call_counts_match_a_fresh_run(vaswani, tmp_path):
     fresh = json.loads(out.read_text())
     assert [r['model calls'] for r in fresh['rows']] == [r['model calls'] for r in saved['rows']]
     assert fresh['lines'][0].split(', ')[0] == saved['lines'][0].split(', ')[0]  # calls per model, rows per call
+
+
+def test_saved_runs_name_their_packages_and_the_line_under_a_table_says_them():
+    """``package_versions`` reads installed metadata (an absent distribution is left out, nothing is imported), and
+    ``docs/regen.py`` writes one line of them under a table: versions that differ between runs joined, the bfloat16
+    sentence only when every run says the same, nothing at all for runs that recorded no packages."""
+    import numpy
+    from pyterrier_garen._provenance import package_versions
+    assert package_versions(['numpy', 'no-such-distribution-here']) == {'numpy': numpy.__version__}
+    regen = _regen()
+    runs = [{'packages': {'torch': '2.13.0', 'numpy': '2.4.6'}, 'cpu_native_bf16': True},
+            {'packages': {'torch': '2.14.1', 'numpy': '2.4.6'}, 'cpu_native_bf16': True}]
+    line = regen._packages(runs)
+    assert line.endswith(': torch 2.13.0, 2.14.1, numpy 2.4.6. Fresh MiniLM vectors there were encoded with '
+                         "bfloat16 matrix products (a CPU with native bfloat16, `precision='auto'`).")
+    runs[1]['cpu_native_bf16'] = False
+    assert regen._packages(runs).endswith('numpy 2.4.6. The runs differ in whether fresh MiniLM vectors took bfloat16.')
+    runs[0]['cpu_native_bf16'] = runs[1]['cpu_native_bf16'] = None
+    assert regen._packages(runs).endswith('numpy 2.4.6.')
+    assert regen._packages([{'rows': []}]) == ''
+    import json
+    for name in ('cranfield', 'scifact', 'vaswani'):  # the README's runs say what they ran with
+        record = json.loads((ROOT / 'bench' / 'results' / f'compare-{name}.json').read_text())
+        assert {'torch', 'transformers', 'leidenalg', 'pyterrier'} <= set(record['packages']), name
+        assert record['cpu_native_bf16'] in (True, False), name
