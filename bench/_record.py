@@ -13,8 +13,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from pyterrier_garen import code_version
-from pyterrier_garen._provenance import package_versions
+from pyterrier_garen import code_version, package_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 

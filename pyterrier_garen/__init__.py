@@ -43,6 +43,7 @@ _EXPORTS = {
     'register_navigator': '._registry',
     'evaluation_qrels': '._compare',
     'code_version': '._provenance',  # the git commit saved results record (compare --json, bench --json)
+    'package_versions': '._provenance',  # the numerics packages' versions those records carry
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',
