@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pyterrier_garen.datasets import data_dir
+from pyterrier_garen.datasets import data_dir, load_dataset
 
 #: name -> (what it is, source collections, how the documents are made, relevance declaration)
 DERIVED = {
@@ -38,15 +38,9 @@ DERIVED = {
 NO_TITLE_CHARS = 200
 
 
-def _documents(path: Path):
-    with open(path, encoding='utf-8') as f:
-        for number, line in enumerate(f, start=1):
-            if line.strip():
-                try:
-                    yield json.loads(line)
-                except json.JSONDecodeError as ex:
-                    raise SystemExit(f'{path}:{number}: not a JSON line ({ex.msg}); is this a collection in the '
-                                     f'shared format (docs.jsonl, queries.tsv, qrels.txt)?') from None
+def _documents(folder: Path):
+    """The documents of a shared-format collection, read and checked by the package's own reader."""
+    return load_dataset(str(folder)).get_corpus_iter(verbose=False)
 
 
 def _write(name: str, source: Path, target: Path) -> dict:
@@ -62,7 +56,7 @@ def _write(name: str, source: Path, target: Path) -> dict:
     counts = {'documents': 0, 'without_title': 0}
     with open(target / 'docs.jsonl', 'w', encoding='utf-8') as out:
         if kind == 'titles':
-            for doc in _documents(first / 'docs.jsonl'):
+            for doc in _documents(first):
                 title = str(doc.get('title') or '').strip()
                 if not title:
                     counts['without_title'] += 1
@@ -71,10 +65,10 @@ def _write(name: str, source: Path, target: Path) -> dict:
                 counts['documents'] += 1
         else:
             for i, folder in enumerate(source / s for s in sources):
-                for doc in _documents(folder / 'docs.jsonl'):
+                for doc in _documents(folder):
                     if i:
                         doc = {**doc, 'docno': 'v' + str(doc['docno'])}
-                    out.write(json.dumps(doc) + '\n')
+                    out.write(json.dumps({k: doc[k] for k in ('docno', 'title', 'text') if k in doc}) + '\n')
                     counts['documents'] += 1
     for file in ('queries.tsv', 'qrels.txt'):
         shutil.copyfile(first / file, target / file)

@@ -1,18 +1,14 @@
 """Shared by the sweep tests: the example script loaded as a module, and the small synthetic collection."""
-import importlib.util
 from pathlib import Path
+
+from _scripts import load_script
 
 import pyterrier_garen as garen
 from pyterrier_garen.synthetic import make_synthetic
 
-EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
-
 
 def load_example():
-    spec = importlib.util.spec_from_file_location('strength_sweep', EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('examples/strength_sweep.py')
 
 
 def small_collection(root: Path):

@@ -1,19 +1,14 @@
 """examples/budget_recall.py's re-orderings of one observed set, checked against hand-computed orders."""
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
 import pytest
-
-EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'budget_recall.py'
+from _scripts import load_script
 
 
 @pytest.fixture(scope='module')
 def example():
-    spec = importlib.util.spec_from_file_location('budget_recall', EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('examples/budget_recall.py')
 
 
 def test_orders_of_one_run(example):

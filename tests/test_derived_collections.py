@@ -1,20 +1,15 @@
 """examples/derived_collections.py: the collections derived from the shared ones, on a small fake source."""
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 from pyterrier_garen.datasets import load_dataset
 
-EXAMPLE = Path(__file__).resolve().parents[1] / 'examples' / 'derived_collections.py'
-
 
 def load_example():
-    spec = importlib.util.spec_from_file_location('derived_collections', EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('examples/derived_collections.py')
 
 
 def _collection(folder: Path, docs, queries, qrels):

@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / 'README.md'
@@ -130,11 +131,7 @@ def test_pt_docs_build_with_sphinx(tmp_path):
 # docs that cannot drift: generated blocks, options, paths (docs/regen.py)
 
 def _regen():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location('regen', ROOT / 'docs' / 'regen.py')
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script('docs/regen.py')
 
 
 def test_generated_blocks_match_a_fresh_run():

@@ -1,11 +1,11 @@
 """notebooks/analysis.ipynb is what notebooks/build.py writes: executed, on public names only, and free of ANSI
 escapes (coloured pipeline dumps) and of the machine paths of whoever ran it."""
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from _scripts import load_script
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = ROOT / 'notebooks' / 'analysis.ipynb'
@@ -33,9 +33,7 @@ def _outputs(cell):
 
 
 def test_notebook_is_the_builders_output(notebook):
-    spec = importlib.util.spec_from_file_location('notebook_build', ROOT / 'notebooks' / 'build.py')
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
+    build = load_script('notebooks/build.py')
     expected = [text.format(dataset='cranfield') for _, text in build.CELLS]
     assert [_text(c['source']) for c in notebook['cells']] == expected, 'rerun python notebooks/build.py'
 
