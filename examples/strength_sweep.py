@@ -86,15 +86,14 @@ def main(argv=None):
         parser.error('--sigmas without values runs MiniLM only, and --no-minilm leaves no reranker')
 
     budget_list = args.budgets or [100 if args.budget is None else args.budget]
+    flags = {'sigmas': '--sigmas', 'noise_seeds': '--noise-seeds', 'partition_seeds': '--partition-seeds',
+             'budgets': '--budgets' if args.budgets else '--budget', 'num_queries': '--queries'}
     try:  # before any artifact is built
         analysis.check_sweep_arguments(sigmas=args.sigmas, noise_seeds=args.noise_seeds,
                                        partition_seeds=args.partition_seeds, budgets=budget_list,
-                                       num_queries=args.queries)
-    except ValueError as ex:  # named by its flag
-        flags = {'num_queries': '--queries', 'noise_seed': '--noise-seeds', 'partition_seed': '--partition-seeds',
-                 'budget': '--budgets' if args.budgets else '--budget', 'sigma': '--sigmas'}
-        name, _, rest = str(ex).partition(' ')
-        parser.error(f'{flags.get(name.rstrip("s"), flags.get(name, name))} {rest}')
+                                       num_queries=args.queries, names=flags)
+    except ValueError as ex:
+        parser.error(str(ex))
     if args.dataset:
         dataset = load_dataset(args.dataset)
     else:

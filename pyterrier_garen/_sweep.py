@@ -86,29 +86,34 @@ def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = Non
 
 def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
                           partition_seeds: Sequence[int] = (42,), budgets: Sequence[int] = (100,),
-                          num_queries: Optional[int] = None) -> None:
+                          num_queries: Optional[int] = None, names: Optional[Dict[str, str]] = None) -> None:
     """``ValueError`` naming the first bad argument of a sweep, before anything is built or run.
 
     Each list must be non-empty (``sigmas`` may be empty: MiniLM only) and hold each value once (a repeated value
     would run the same configuration twice and count its queries twice in the paired tests); the seeds and
     budgets are integers (budgets positive), the sigmas finite and non-negative, ``num_queries`` None or positive.
+    ``names`` says what to call an argument in the message (a command line passes its flags, e.g.
+    ``{'budgets': '--budgets'}``); by default a list is named by its parameter and one of its values in the
+    singular (``budgets repeat 50``, ``budget must be a positive integer``).
     """
-    lists = {'sigmas': list(sigmas), 'noise_seeds': list(noise_seeds), 'partition_seeds': list(partition_seeds),
-             'budgets': list(budgets)}
-    for name, values in lists.items():
+    names = names or {}
+    checks = {'sigmas': ('sigma', lambda n, v: check_number(n, v, low=0, note='noise of the simulated reranker')),
+              'noise_seeds': ('noise_seed', lambda n, v: check_int(n, v)),
+              'partition_seeds': ('partition_seed', lambda n, v: check_int(n, v)),
+              'budgets': ('budget', lambda n, v: check_int(n, v, low=1, note='documents reranked per query'))}
+    given = {'sigmas': sigmas, 'noise_seeds': noise_seeds, 'partition_seeds': partition_seeds, 'budgets': budgets}
+    for name, (one, check) in checks.items():
+        values = list(given[name])
         if not values and name != 'sigmas':
-            raise ValueError(f'{name} is empty; give at least one value')
+            raise ValueError(f'{names.get(name, name)} is empty; give at least one value')
         for value in values:
-            if name == 'sigmas':
-                check_number('sigma', value, low=0, note='noise of the simulated reranker')
-            else:
-                check_int(name[:-1], value, low=1 if name == 'budgets' else None,
-                          note='documents reranked per query' if name == 'budgets' else '')
+            check(names.get(name, one), value)
         repeated = sorted({v for v in values if values.count(v) > 1})
         if repeated:
-            raise ValueError(f'{name} repeat {" ".join(f"{v:g}" for v in repeated)}: give each value once '
-                             f'(got {" ".join(f"{v:g}" for v in values)})')
-    check_int('num_queries', num_queries, low=1, none_ok=True, note='None: every judged query')
+            raise ValueError(f'{names.get(name, name)} repeat {" ".join(f"{v:g}" for v in repeated)}: give each '
+                             f'value once (got {" ".join(f"{v:g}" for v in values)})')
+    check_int(names.get('num_queries', 'num_queries'), num_queries, low=1, none_ok=True,
+              note='None: every judged query')
 
 
 def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
