@@ -25,7 +25,7 @@ from ._verdicts import group_feedback, link_feedback, weighted_votes
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
            'by_last_placement', 'window_loop', 'group_evidence', 'interleave', 'mix', 'source_share', 'exploit_now',
-           'by_links', 'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
+           'by_links', 'frontier', 'fuse_first_stage', 'group_feedback', 'link_feedback', 'weighted_votes']
 
 #: Depth of the final ranking whose documents carry evidence b(d) in Group-Driven Evidence Propagation (paper Eq. 8).
 PROPAGATION_DEPTH = 10
@@ -287,6 +287,18 @@ def exploit_now(top: Sequence[str], group_of: Callable[[str], int], eligible: It
     return any(counts.get(g, 0) >= min_members for g in eligible if g != -1)
 
 
+def frontier(top: Sequence[str], neighbours: Callable[[str], Sequence[str]], observed: abc.Container,
+             n: int) -> List[str]:
+    """Up to ``n`` unobserved k-NN neighbours of the documents of ``top``: those more documents of ``top`` list first,
+    ties by the position of the best-placed document of ``top`` that lists them, then by its neighbour order."""
+    links: Dict[str, int] = {}
+    for docno in top:
+        for nb in neighbours(docno):
+            if nb not in observed:
+                links[nb] = links.get(nb, 0) + 1  # first listed = best-placed linker, nearest neighbour first
+    return sorted(links, key=lambda d: -links[d])[:n]  # stable: ties keep the order of first listing
+
+
 def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str], Sequence[str]]) -> List[str]:
     """Member-aware order: members that more documents of ``top`` list as k-NN neighbours first (stable)."""
     links: Dict[str, int] = {}
@@ -401,6 +413,7 @@ class GAREN(WindowSearch):
                  link_feedback: float = 0.0,
                  dropped_vote: float = 1.0,
                  vote_weight: float = 0.0,
+                 frontier: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -466,6 +479,13 @@ class GAREN(WindowSearch):
                 scored, and cached with the score; with any navigator. The weight is in the navigator's score
                 units (GAREN+'s 0.02 was measured with cosines in [-1, 1]; a navigator with a wider score range needs
                 a larger one for the same effect). The trace's ``scored`` keeps the navigator's own scores.
+            frontier: (beyond the paper; 0 = off) a third source of expansion documents besides the groups and the
+                first stage: the unobserved k-NN neighbours of the current top ``h`` (:func:`frontier`, the documents
+                GAR would take next). The value, in (0, 1), is the frontier's share of the slots that do not go to
+                the first stage in the first expansion (the prior); later the share follows how often each source's
+                earlier expansion documents entered the kept top ``h`` (:func:`source_share`, frontier against
+                groups), as ``adaptive_interleave`` does for the first stage (which then weighs itself against the
+                groups and the frontier together). A document both sources offer counts as the frontier's.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -498,6 +518,7 @@ class GAREN(WindowSearch):
         self.link_feedback = link_feedback
         self.dropped_vote = dropped_vote
         self.vote_weight = vote_weight
+        self.frontier = frontier
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
@@ -521,6 +542,8 @@ class GAREN(WindowSearch):
         check_bool(propagate=propagate, trace=trace)
         check_number('adaptive_interleave', adaptive_interleave, low=0, high=1, high_open=True,
                      note='0 = off, else the first expansion\'s first-stage share')
+        check_number('frontier', frontier, low=0, high=1, high_open=True,
+                     note='0 = off, else the k-NN frontier\'s share of the first expansion\'s non-first-stage slots')
         if adaptive_interleave and interleave:
             raise ValueError(f'adaptive_interleave={adaptive_interleave} sets the first stage\'s share of the slots '
                              f'itself; it cannot be combined with interleave={interleave}: pass one of them')
@@ -601,38 +624,53 @@ class GAREN(WindowSearch):
         else:
             pools = _LazyPools(eligible, partial(state.pool, view))
         picked = take(pools, n, round_robin=explore)
-        share = self._first_stage_share(state) if self.adaptive_interleave else None
+        share, near_share = self._source_shares(state)
+        near: set = set()
+        if near_share is not None:  # the k-NN frontier takes its share of the slots the groups would fill
+            offered = frontier(top, state.neighbours, state.observed, n)
+            picked = mix(picked, offered, n, near_share)
+            near = set(offered).intersection(picked)
+        taken = set(picked)
         if self.interleave or share is not None:
-            taken = set(picked)
             head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
             mixed = interleave(picked, head, n, self.interleave) if share is None else mix(picked, head, n, share)
             picked = [d for d in mixed if d in taken]
             expansion = state.backfill(mixed, n)
-            if share is not None:  # where each expansion document came from, for the next step's share
-                state.sources = {d: d in taken for d in expansion}
         else:
             expansion = state.backfill(picked, n)
+        if share is not None or near_share is not None:  # where each document came from, for the next step's shares
+            state.sources = {d: (2 if d in near else 1) if d in taken else 0 for d in expansion}
         from_groups = set(picked)
         event = {'iteration': t, 'mode': 'explore' if explore else 'exploit', 'candidates': votes,
                  'scored': scored, 'eligible': eligible,
-                 'chosen_groups': list(dict.fromkeys(map(view.group_of, picked))),
+                 'chosen_groups': list(dict.fromkeys(map(view.group_of, (d for d in picked if d not in near)))),
                  'backfill': [d for d in expansion if d not in from_groups]}
         if evidence:
             event['evidence'] = evidence
         if share is not None:
             event['first_stage_share'] = share
+        if near_share is not None:
+            event['frontier'] = [d for d in expansion if d in near]
+            event['frontier_share'] = near_share
         yield EVENT, event
         return expansion
 
-    def _first_stage_share(self, state: GARENState) -> float:
-        """:func:`source_share` after counting which of the last expansion's documents the window just re-ranked
-        kept in its top ``h``."""
-        counts = state.source_counts
-        for docno, from_groups in state.sources.items():
+    def _source_shares(self, state: GARENState) -> Tuple[Optional[float], Optional[float]]:
+        """The first stage's share of the next expansion (None: ``adaptive_interleave`` is off) and the frontier's
+        share of the other slots (None: ``frontier`` is off), each :func:`source_share` after counting which of
+        the last expansion's documents the window just re-ranked kept in its top ``h``."""
+        counts = state.source_counts  # kept, seen: first stage, groups, frontier
+        for docno, source in state.sources.items():
             kept = state.last[docno][1] < self.keep  # re-ranked in that window, as every expansion document is
-            counts[2 * from_groups] += kept
-            counts[2 * from_groups + 1] += 1
-        return source_share(*counts, prior=self.adaptive_interleave)
+            counts[2 * source] += kept
+            counts[2 * source + 1] += 1
+        first = second = None
+        if self.adaptive_interleave:  # against every other source together
+            first = source_share(counts[0], counts[1], counts[2] + counts[4], counts[3] + counts[5],
+                                 prior=self.adaptive_interleave)
+        if self.frontier:
+            second = source_share(counts[4], counts[5], counts[2], counts[3], prior=self.frontier)
+        return first, second
 
     def _with_feedback(self, state: QueryState, view: GroupView, value: Callable[[int], float]
                        ) -> Callable[[int], float]:

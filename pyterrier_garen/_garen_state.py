@@ -148,9 +148,9 @@ class GARENState(QueryState):
     observed_in: Dict[int, int] = field(default_factory=dict)  # group -> its observed members (first `counted` docs)
     counted: int = 0
     fill_from: int = 0  # R_0 before this position holds no document whose group the fill rule could still add
-    sources: Dict[str, bool] = field(default_factory=dict)  # last expansion: docno -> taken from a group?
-    # adaptive_interleave's evidence: kept and seen expansion documents of the first stage, then of the groups
-    source_counts: List[int] = field(default_factory=lambda: [0, 0, 0, 0])
+    sources: Dict[str, int] = field(default_factory=dict)  # last expansion: docno -> 0 first stage, 1 group, 2 k-NN
+    # the shares' evidence (adaptive_interleave, frontier): kept and seen expansion documents of each source in turn
+    source_counts: List[int] = field(default_factory=lambda: [0, 0, 0, 0, 0, 0])
 
     def start(self, view: GroupView) -> None:
         """On the first expansion: the groups of ``R_0`` and each group's best first-stage rank."""
