@@ -195,14 +195,29 @@ def _packages(records) -> str:
         return ''
     names = list(dict.fromkeys(n for p in seen for n in p))
     versions = [', '.join(sorted({p.get(n, '?') for p in seen})) for n in names]
-    bf16 = {r.get('cpu_native_bf16') for r in records} - {None}
-    where = ('' if not bf16 else ' Fresh MiniLM vectors there were encoded with bfloat16 matrix products (a CPU with '
-             'native bfloat16, `precision=\'auto\'`).' if bf16 == {True} else
-             ' Fresh MiniLM vectors there were encoded in float32 (no native bfloat16).' if bf16 == {False} else
-             ' The runs differ in whether fresh MiniLM vectors took bfloat16.')
     return ('Package versions of these runs (a figure can move with them and with the CPU, through the MiniLM vectors, '
             'their k-NN graph and the Leiden groups: docs/decisions.md, "Figures belong to the artifacts"): '
-            + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.' + where)
+            + ', '.join(f'{n} {v}' for n, v in zip(names, versions)) + '.' + _precision(records))
+
+
+def _precision(records) -> str:
+    """The sentence saying how the runs' MiniLM vectors were encoded: as recorded with the vectors
+    (``run.vectors_precision``) where every run has it, else what a fresh encoding on that CPU takes."""
+    recorded = {(r.get('run') or {}).get('vectors_precision') for r in records}
+    words = {'bf16': 'with bfloat16 matrix products', 'fp32': 'in float32',
+             'auto': 'in the precision each Ray actor chose for its CPU'}
+    if recorded and None not in recorded:
+        how = ' / '.join(words.get(p, p) for p in sorted(recorded))
+        return f' The MiniLM vectors of these runs were encoded {how} (as recorded with the vectors).'
+    bf16 = {r.get('cpu_native_bf16') for r in records} - {None}
+    if not bf16:
+        return ''
+    if bf16 == {True}:
+        return (' Fresh MiniLM vectors there were encoded with bfloat16 matrix products (a CPU with native bfloat16, '
+                "`precision='auto'`).")
+    if bf16 == {False}:
+        return ' Fresh MiniLM vectors there were encoded in float32 (no native bfloat16).'
+    return ' The runs differ in whether fresh MiniLM vectors took bfloat16.'
 
 
 def render_compare_output(path) -> str:

@@ -16,8 +16,8 @@ import pyterrier as pt
 
 from ._encoding import minilm_encoder
 
-__all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'dense_corpus_graph', 'bm25_index', 'bm25_corpus_graph',
-           'write_docnos', 'check_docnos', 'repair_docnos', 'load_corpus_graph']
+__all__ = ['lookup_ids', 'minilm_encoder', 'encode_corpus', 'encoding_record', 'dense_corpus_graph', 'bm25_index',
+           'bm25_corpus_graph', 'write_docnos', 'check_docnos', 'repair_docnos', 'load_corpus_graph']
 
 
 @contextlib.contextmanager
@@ -83,6 +83,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         with building(path, ('dense_index', 'flex')) as tmp:
             tmp.rmdir()  # FlexIndex's indexer creates the folder itself
             pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer().index(vectors)
+            _write_encoding_record(tmp, store.manifest)
         store.remove()
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     from ._checks import check_flex
@@ -91,6 +92,32 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)  # reopen: the old lookup is cached
     _check_reused(index.docnos(), dataset, path, 'vectors')
     return index
+
+
+#: The file inside a FlexIndex folder built by :func:`encode_corpus` that says how its vectors were encoded.
+ENCODING_RECORD = 'encoding.json'
+
+
+def _write_encoding_record(folder: Path, manifest: dict) -> None:
+    """Write :data:`ENCODING_RECORD`: the encoder, the precision the vectors were encoded with (``'auto'`` only
+    when Ray actors each decided), the batch size and the versions of the packages that computed them."""
+    from ._atomic import write_json
+    from ._provenance import package_versions
+    write_json(Path(folder) / ENCODING_RECORD, {
+        'encoder': manifest.get('encoder'), 'precision': manifest.get('precision'),
+        'batch_size': manifest.get('batch_size'), 'chunk': manifest.get('chunk'),
+        'packages': package_versions(['torch', 'transformers', 'sentence-transformers', 'pyterrier-dr'])})
+
+
+def encoding_record(path: Union[str, Path]) -> Optional[dict]:
+    """How the vectors in a FlexIndex folder were encoded (:data:`ENCODING_RECORD`), or None when the folder does
+    not say (vectors encoded by an earlier version of this package, or by another tool)."""
+    import json
+    try:
+        record = json.loads((Path(path) / ENCODING_RECORD).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def _check_reused(lookup, dataset, path, what: str) -> None:

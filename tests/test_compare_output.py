@@ -57,7 +57,8 @@ def _compare(cache, *args):
 def synthetic_run(tmp_path_factory):
     cache = tmp_path_factory.mktemp('cache')
     out = cache / 'table.csv'
-    proc = _compare(cache, '--systems', 'BM25', 'GAR', 'GAREN', 'GAREN-vote', '--out', out)
+    proc = _compare(cache, '--systems', 'BM25', 'GAR', 'GAREN', 'GAREN-vote', '--out', out,
+                    '--json', cache / 'run.json')
     assert proc.returncode == 0, proc.stderr[-3000:]
     return cache, proc, out
 
@@ -80,6 +81,17 @@ def test_compare_reports_what_ran_and_a_legend(synthetic_run):
     assert 'than GAREN (the baseline' in legend[0]
     assert 'paired t-test against GAREN over 48 queries' in legend[1]
     assert out.is_file()
+
+
+def test_the_saved_run_says_how_its_vectors_were_encoded(synthetic_run):
+    """``compare --json`` records the precision the prepared vectors were encoded with, read from the record
+    ``encode_corpus`` leaves in their folder (a fresh build here, so ``'auto'`` resolved for this CPU)."""
+    import json
+
+    from pyterrier_garen._encoding import resolve_precision
+    cache, _, _ = synthetic_run
+    record = json.loads((cache / 'run.json').read_text())
+    assert record['run']['vectors_precision'] == resolve_precision('auto')
 
 
 def test_compare_stderr_holds_only_progress_bars(synthetic_run):

@@ -374,6 +374,17 @@ def test_saved_runs_name_their_packages_and_the_line_under_a_table_says_them():
     runs[0]['cpu_native_bf16'] = runs[1]['cpu_native_bf16'] = None
     assert regen._packages(runs).endswith('numpy 2.4.6.')
     assert regen._packages([{'rows': []}]) == ''
+    # where every run recorded how its vectors were encoded (compare's run.vectors_precision), that is said instead
+    runs = [{'packages': {'numpy': '2.4.6'}, 'cpu_native_bf16': False, 'run': {'vectors_precision': 'bf16'}},
+            {'packages': {'numpy': '2.4.6'}, 'cpu_native_bf16': False, 'run': {'vectors_precision': 'bf16'}}]
+    assert regen._packages(runs).endswith('numpy 2.4.6. The MiniLM vectors of these runs were encoded with bfloat16 '
+                                          'matrix products (as recorded with the vectors).')
+    runs[1]['run']['vectors_precision'] = 'fp32'
+    assert regen._packages(runs).endswith('encoded with bfloat16 matrix products / in float32 (as recorded with the '
+                                          'vectors).')
+    runs[1]['run']['vectors_precision'] = None  # one run without the record: the CPU's sentence again
+    assert regen._packages(runs).endswith('numpy 2.4.6. Fresh MiniLM vectors there were encoded in float32 (no native '
+                                          'bfloat16).')
     import json
     for name in ('cranfield', 'scifact', 'vaswani'):  # the README's runs say what they ran with
         record = json.loads((ROOT / 'bench' / 'results' / f'compare-{name}.json').read_text())

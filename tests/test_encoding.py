@@ -171,6 +171,33 @@ def test_a_folder_at_the_partial_name_is_left_alone(collection, sbert_folder, tm
     assert (partial_dir(path) / 'mine.txt').read_text() == 'a user file'
 
 
+@pytest.mark.parametrize('precision', ['fp32', 'bf16'])
+def test_the_vectors_say_how_they_were_encoded(collection, sbert_folder, tmp_path, precision):
+    from importlib import metadata
+
+    from pyterrier_garen._encoding import resolve_precision
+    from pyterrier_garen._graphs import ENCODING_RECORD, encoding_record
+    encoder = pyterrier_dr.SBertBiEncoder(str(sbert_folder))
+    path = tmp_path / 'v.flex'
+    encode_corpus(collection, path, encoder=encoder, verbose=False, precision=precision, batch_size=8)
+    record = encoding_record(path)
+    assert record['precision'] == precision
+    assert record['batch_size'] == 8
+    assert record['encoder'] == encoder_identity(encoder)
+    assert record['packages']['torch'] == metadata.version('torch')
+    # reused as it is: a later call with another precision neither encodes again nor rewrites the record
+    encode_corpus(collection, path, encoder=encoder, verbose=False, precision='fp32' if precision == 'bf16' else 'bf16')
+    assert encoding_record(path) == record
+    # 'auto' is written resolved, as this CPU decides it
+    encode_corpus(collection, tmp_path / 'a.flex', encoder=encoder, verbose=False, precision='auto')
+    assert encoding_record(tmp_path / 'a.flex')['precision'] == resolve_precision('auto')
+    # vectors from before the record was kept, or a damaged record: nothing said
+    (path / ENCODING_RECORD).write_text('{not json')
+    assert encoding_record(path) is None
+    (path / ENCODING_RECORD).unlink()
+    assert encoding_record(path) is None
+
+
 def test_bad_precision_is_named(collection, tmp_path):
     with pytest.raises(ValueError, match="precision must be 'auto', 'fp32' or 'bf16'"):
         encode_corpus(collection, tmp_path / 'v.flex', verbose=False, precision='fp16')
