@@ -63,7 +63,13 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         batch_size: documents per model call.
         precision: ``'auto'`` (bfloat16 autocast of the matrix products on a CPU with native bfloat16, AMX or
             AVX-512 BF16, about 2.5x faster with MiniLM and within cosine 0.9999 of float32 per document, see
-            ``bench/encode.py``; float32 elsewhere), ``'fp32'`` or ``'bf16'``.
+            ``bench/encode.py``; float32 elsewhere), ``'fp32'`` or ``'bf16'``. The folder records the precision
+            used (:func:`encoding_record`); an existing folder is reused with ``'auto'`` whatever it records, and
+            with ``'fp32'`` or ``'bf16'`` only when it records that precision.
+
+    Raises:
+        FileExistsError: the folder holds vectors of other documents, or of another precision than an explicit
+            ``precision`` (or of unrecorded precision: encoded before the record was kept).
 
     Returns:
         The ``pyterrier_dr.FlexIndex``.
@@ -71,9 +77,10 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
     import pyterrier_dr
 
     from ._atomic import building, read_meta, recover
-    from ._encoding import encode_chunked
+    from ._encoding import encode_chunked, resolve_precision
     from ._params import check_positive
     check_positive(batch_size=batch_size)
+    resolve_precision(precision)  # a bad value fails before anything is read or built
     recover(path)
     index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
@@ -88,6 +95,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     from ._checks import check_flex
     check_flex(path)  # sizes, counts and links, before the vectors are trusted
+    _check_precision(path, precision)
     if repair_docnos(Path(path) / 'docnos.npids'):
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)  # reopen: the old lookup is cached
     _check_reused(index.docnos(), dataset, path, 'vectors')
@@ -118,6 +126,17 @@ def encoding_record(path: Union[str, Path]) -> Optional[dict]:
     except (OSError, ValueError):
         return None
     return record if isinstance(record, dict) else None
+
+
+def _check_precision(path, precision: str) -> None:
+    """An explicit ``precision`` must be the one the reused vectors record (``'auto'`` takes any)."""
+    if precision == 'auto':
+        return
+    recorded = (encoding_record(path) or {}).get('precision')
+    if recorded != precision:
+        said = f'records {recorded!r}' if recorded else 'does not record its precision (encoded before it was kept)'
+        raise FileExistsError(f"{path} holds vectors that {said}, not precision={precision!r}: pass "
+                              f"precision='auto' to reuse them, or another folder (or workdir) to encode anew")
 
 
 def _check_reused(lookup, dataset, path, what: str) -> None:

@@ -135,7 +135,7 @@ def _matches_collection(lookup, docnos) -> bool:
 
 def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str = 'dense', k: int = 16,
             max_group_size: int = 20, seed: int = 42, summarizer=None, vectors: bool = True, encoder=None,
-            verbose: bool = False) -> Prepared:
+            precision: str = 'auto', verbose: bool = False) -> Prepared:
     """Build or reuse, in ``workdir``: a PISA index, dense vectors (MiniLM unless ``encoder`` says otherwise), a
     k-NN graph and summarised groups.
 
@@ -162,18 +162,23 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
             names the vectors and the dense graph's groups (``<model>-<hash>.flex``; MiniLM keeps ``minilm.flex``),
             so vectors of different encoders never mix; the workdir is the collection's either way. Pass
             ``prepared.encoder`` to ``VectorScorer``/``CentroidNavigator`` so queries use the same encoder.
+        precision: how the corpus is encoded (see :func:`~pyterrier_garen.encode_corpus`): ``'auto'`` (bfloat16
+            matrix products on a CPU with native bfloat16, float32 elsewhere; reuses vectors of either), ``'fp32'``
+            or ``'bf16'`` (reuses only vectors recorded as encoded so). The vectors' folder records what was used.
         verbose: progress bars.
 
     Raises:
-        FileExistsError: ``workdir`` was prepared for another collection, or holds a folder at an artifact's name
-            that prepare did not make.
+        FileExistsError: ``workdir`` was prepared for another collection, holds a folder at an artifact's name
+            that prepare did not make, or holds vectors encoded with another precision than an explicit one.
     """
     from ._encoding import encoder_slug, load_encoder
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
     from ._params import check_choice, check_positive
+    from ._encoding import resolve_precision
     check_choice('graph', graph, ('dense', 'bm25'))
+    resolve_precision(precision)  # a bad value fails before anything is built
     check_positive(k=k, max_group_size=max_group_size)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
@@ -197,7 +202,7 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
         encoder = None
     if vectors or graph == 'dense':
         _fresh(workdir / f'{slug}.flex', owned)
-        flex = encode_corpus(dataset, workdir / f'{slug}.flex', encoder=encoder, verbose=verbose)
+        flex = encode_corpus(dataset, workdir / f'{slug}.flex', encoder=encoder, verbose=verbose, precision=precision)
         if not _matches_collection(flex.docnos(), docnos):
             raise FileExistsError(f'{workdir / f"{slug}.flex"} holds vectors of other documents than {dataset!r}; '
                                   'delete it or pass another workdir')

