@@ -291,20 +291,22 @@ def frontier(top: Sequence[str], neighbours: Callable[[str], Sequence[str]], obs
              n: int) -> List[str]:
     """Up to ``n`` unobserved k-NN neighbours of the documents of ``top``: those more documents of ``top`` list first,
     ties by the position of the best-placed document of ``top`` that lists them, then by its neighbour order."""
-    links: Dict[str, int] = {}
-    for docno in top:
-        for nb in neighbours(docno):
-            if nb not in observed:
-                links[nb] = links.get(nb, 0) + 1  # first listed = best-placed linker, nearest neighbour first
-    return sorted(links, key=lambda d: -links[d])[:n]  # stable: ties keep the order of first listing
+    links = _link_counts(top, neighbours)  # in order of first listing: best-placed linker, nearest neighbour first
+    return sorted((d for d in links if d not in observed), key=lambda d: -links[d])[:n]  # stable
 
 
-def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str], Sequence[str]]) -> List[str]:
-    """Member-aware order: members that more documents of ``top`` list as k-NN neighbours first (stable)."""
+def _link_counts(top: Sequence[str], neighbours: Callable[[str], Sequence[str]]) -> Dict[str, int]:
+    """``{docno: how many documents of top list it as a k-NN neighbour}``, in order of first listing."""
     links: Dict[str, int] = {}
     for docno in top:
         for nb in neighbours(docno):
             links[nb] = links.get(nb, 0) + 1
+    return links
+
+
+def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str], Sequence[str]]) -> List[str]:
+    """Member-aware order: members that more documents of ``top`` list as k-NN neighbours first (stable)."""
+    links = _link_counts(top, neighbours)
     return sorted(pool, key=lambda d: -links.get(d, 0))
 
 
