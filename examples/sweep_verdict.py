@@ -1,0 +1,119 @@
+"""Issue 16's three claims over strength-sweep CSVs, as Markdown tables: the verdict is one command.
+
+    python examples/sweep_verdict.py cranfield=cranfield.csv vaswani=vaswani.csv \\
+        scifact=scifact-simulated.csv,scifact-minilm.csv
+    python examples/sweep_verdict.py cranfield=c.csv vaswani=v.csv --system GAREN+ --baselines GAR SlideGAR RGS \\
+        --margin-budgets 100 200 --rerankers sigma=0.25 sigma=0.5 sigma=1 MiniLM --csv-dir verdict/
+
+Each argument names a collection and the CSVs examples/strength_sweep.py wrote for it (comma-separated when a
+collection was run in parts, e.g. the simulated rerankers on some queries and MiniLM on all). Prints:
+
+1. budget monotonicity: --monotone systems' R@100 per collection, reranker and noise seed over the budgets run, and
+   whether it never falls;
+2. margins: --system against the best of --baselines at --margin-budgets, nDCG@10 and R@100, mean over the
+   collections (noise seeds paired), with the per-seed range and, per collection, the system minus that
+   collection's best baseline;
+3. strength response: --system's R@100 at --response-budget from sigma --weak to sigma --strong, per collection.
+
+Each table ends with a count of what holds. Values are means over partition seeds. --csv-dir also writes the three
+tables as CSV. Reads only the CSVs: nothing is run.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+from pyterrier_garen import analysis
+
+
+def parse_files(items):
+    """``['name=a.csv,b.csv', ...]`` -> ``{'name': ['a.csv', 'b.csv']}``."""
+    files = {}
+    for item in items:
+        name, sep, paths = item.partition('=')
+        if not sep or not name or not paths:
+            raise SystemExit(f'{item!r}: expected COLLECTION=PATH[,PATH...], e.g. cranfield=cranfield.csv')
+        files.setdefault(name, []).extend(p for p in paths.split(',') if p)
+    return files
+
+
+def markdown(frame):
+    """A DataFrame as a Markdown table (numbers with 4 decimals, booleans yes/no, NaN as '-')."""
+    def cell(value):
+        if isinstance(value, (bool, np.bool_)):
+            return 'yes' if value else 'no'
+        if isinstance(value, (float, np.floating)):
+            return '-' if value != value else f'{value:.4f}'
+        return str(value)
+    head = [str(c) for c in frame.columns]
+    lines = ['| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
+    lines += ['| ' + ' | '.join(cell(v) for v in row) + ' |' for row in frame.itertuples(index=False)]
+    return '\n'.join(lines)
+
+
+def signed(frame, columns):
+    """``frame`` with ``columns`` written as signed differences (+.0123)."""
+    out = frame.copy()
+    for c in columns:
+        out[c] = out[c].map(lambda v: '-' if v != v else f'{v:+.4f}')
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('files', nargs='+', metavar='COLLECTION=PATH[,PATH...]')
+    parser.add_argument('--system', default='GAREN+', help='the system whose claims are checked (default: GAREN+)')
+    parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
+    parser.add_argument('--monotone', nargs='+', default=['GAREN', 'GAREN+'],
+                        help='systems whose R@100 must not fall with the budget')
+    parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
+    parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
+                        help="rerankers checked in tables 1 and 2 ('sigma=S' or 'MiniLM')")
+    parser.add_argument('--response-budget', type=int, default=100)
+    parser.add_argument('--weak', type=float, default=2.0)
+    parser.add_argument('--strong', type=float, default=0.25)
+    parser.add_argument('--csv-dir', help='also write monotonicity.csv, margins.csv and response.csv here')
+    args = parser.parse_args(argv)
+    try:
+        table = analysis.load_sweeps(parse_files(args.files))
+    except (OSError, ValueError) as ex:
+        raise SystemExit(f'error: {ex}') from ex
+    missing = [s for s in [args.system, *args.baselines] if s not in set(table.system)]
+    if missing:
+        raise SystemExit(f'error: no rows of {", ".join(missing)} in the CSVs (systems there: '
+                         f'{", ".join(sorted(set(table.system)))}); pass --system/--baselines')
+    report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
+                                    margin_budgets=args.margin_budgets, rerankers=args.rerankers,
+                                    budget=args.response_budget, weak=args.weak, strong=args.strong)
+    collections = list(dict.fromkeys(table.collection))
+    print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
+
+    mono = report['monotonicity']
+    print(f'## 1. R@100 as the budget grows ({", ".join(args.monotone)})\n')
+    shown = mono.assign(noise_seed=mono.noise_seed.map(lambda s: '-' if s < 0 else str(s)),
+                        worst_step=mono.worst_step.map(lambda v: f'{v:+.4f}'))
+    print(markdown(shown))
+    print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall\n')
+
+    margins = report['margins']
+    print(f'## 2. {args.system} against the best baseline (mean over {len(collections)} collections)\n')
+    per = [c for c in margins.columns if c.startswith('delta:')]
+    shown = signed(margins, ['delta', 'delta_min', 'delta_max', *per])
+    print(markdown(shown))
+    print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold\n')
+
+    response = report['response']
+    print(f'## 3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}\n')
+    print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
+    print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
+
+    if args.csv_dir:
+        os.makedirs(args.csv_dir, exist_ok=True)
+        for name, frame in report.items():
+            frame.to_csv(os.path.join(args.csv_dir, f'{name}.csv'), index=False)
+        print(f'\nwrote {", ".join(f"{n}.csv" for n in report)} to {args.csv_dir}')
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

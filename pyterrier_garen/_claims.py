@@ -1,0 +1,215 @@
+"""Claims checked over strength-sweep tables: the three questions issue 16 asks of every comparison.
+
+Each function takes sweep rows (:data:`~pyterrier_garen._sweep.SWEEP_COLUMNS`) of one or more collections, with a
+``collection`` column (:func:`load_sweeps` adds it), and returns one row per thing checked, so that a table in the
+docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
+
+* :func:`budget_monotonicity`: does a measure (R@100) never fall as the budget grows?
+* :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
+* :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
+
+A reranker is named as in :func:`~pyterrier_garen._sweep.sweep_summary`: ``'sigma=0.25'`` for the simulated reranker
+at that noise, ``'MiniLM'``. Values are averaged over partition seeds first; noise seeds are kept apart where a
+claim is per seed, and paired where two systems are compared (a baseline counts only the noise seeds the system
+has). ``examples/sweep_verdict.py`` is the command line.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+import pandas as pd
+
+__all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report', 'TOLERANCE']
+
+#: Differences smaller than this count as ties (two means of the same numbers summed in another order).
+TOLERANCE = 1e-9
+_KEYS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'budget']
+_MEASURES = ('nDCG@10', 'R@100')
+
+
+def _label(frame: pd.DataFrame) -> pd.Series:
+    return pd.Series(np.where(frame.reranker == 'MiniLM', 'MiniLM',
+                              'sigma=' + frame.sigma.map(lambda s: f'{s:g}')), index=frame.index)
+
+
+def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]) -> pd.DataFrame:
+    """Sweep CSVs as one table: ``{collection: path or paths}`` -> rows with a ``collection`` column.
+
+    Several files of one collection are joined (e.g. one run with the simulated rerankers, one with MiniLM). A row
+    present in two files with the same values is kept once.
+
+    Raises:
+        FileNotFoundError: for a missing file.
+        ValueError: for a file without the sweep's columns (an old CSV without ``budget``: run the sweep again), or
+            two files that give the same row (system, reranker, sigma, seeds, budget) different values.
+    """
+    frames = []
+    for collection, paths in files.items():
+        for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
+            path = Path(path)
+            if not path.is_file():
+                raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
+            frame = pd.read_csv(path)
+            missing = [c for c in _KEYS + list(_MEASURES) if c not in frame.columns]
+            if missing:
+                raise ValueError(f'{path} is not a sweep table: no column {", ".join(missing)} (write it with '
+                                 'examples/strength_sweep.py; a CSV from before the budget column needs a rerun)')
+            frames.append(frame.assign(collection=str(collection), file=str(path)))
+    if not frames:
+        raise ValueError('no sweep CSVs given: pass {collection: path}')
+    table = pd.concat(frames, ignore_index=True)
+    keys = ['collection'] + _KEYS
+    table = table.drop_duplicates(keys + list(_MEASURES))
+    clash = table[table.duplicated(keys, keep=False)]
+    if len(clash):
+        row = clash.iloc[0]
+        files_ = sorted(clash[(clash[keys].fillna(-1) == row[keys].fillna(-1)).all(axis=1)].file)
+        raise ValueError(f'{row.collection}: {row.system} {row.reranker} sigma={row.sigma} noise_seed='
+                         f'{row.noise_seed} budget={row.budget} has different values in {", ".join(files_)}; '
+                         'give each collection one run of every configuration')
+    return table.drop(columns='file').reset_index(drop=True)
+
+
+def _prepared(table: pd.DataFrame) -> pd.DataFrame:
+    """Rows averaged over partition seeds, with the reranker label ``r`` and a noise seed that is never NaN."""
+    if 'collection' not in table.columns:
+        table = table.assign(collection='')
+    frame = table.assign(r=_label(table), seed=table.noise_seed.fillna(-1).astype(int))
+    return frame.groupby(['collection', 'system', 'r', 'seed', 'budget'], sort=False)[list(_MEASURES)].mean() \
+        .reset_index()
+
+
+def _rerankers(frame: pd.DataFrame, rerankers: Optional[Sequence[str]]) -> List[str]:
+    present = list(dict.fromkeys(frame.r))
+    if rerankers is None:
+        sims = sorted((r for r in present if r != 'MiniLM'), key=lambda r: float(r.split('=')[1]))
+        return sims + (['MiniLM'] if 'MiniLM' in present else [])
+    return list(rerankers)
+
+
+def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 'GAREN+'), *,
+                        measure: str = 'R@100', rerankers: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Whether ``measure`` never falls as the budget grows, per collection, system, reranker and noise seed.
+
+    Args:
+        table: sweep rows with ``collection``.
+        systems: systems to check (absent ones give no rows).
+        measure: ``'R@100'`` or ``'nDCG@10'``.
+        rerankers: labels to check (default: every one in the table).
+
+    Returns:
+        ``collection, system, reranker, noise_seed`` (-1 for MiniLM), one column per budget (NaN where that budget
+        was not run), ``worst_step`` (the most negative change between consecutive budgets the row has, NaN with
+        fewer than two) and ``never_falls`` (every step at least ``-TOLERANCE``). Rows with one budget only are left
+        out: there is nothing to check.
+    """
+    frame = _prepared(table)
+    frame = frame[frame.system.isin(list(systems)) & frame.r.isin(_rerankers(frame, rerankers))]
+    budgets = sorted(frame.budget.unique())
+    rows = []
+    for (collection, system, r, seed), group in frame.groupby(['collection', 'system', 'r', 'seed'], sort=False):
+        values = group.set_index('budget')[measure].sort_index()
+        if len(values) < 2:
+            continue
+        worst = float(values.diff().min())
+        rows.append({'collection': collection, 'system': system, 'reranker': r, 'noise_seed': seed,
+                     **{int(b): values.get(b, np.nan) for b in budgets},
+                     'worst_step': worst, 'never_falls': worst >= -TOLERANCE})
+    columns = ['collection', 'system', 'reranker', 'noise_seed', *map(int, budgets), 'worst_step', 'never_falls']
+    return pd.DataFrame(rows, columns=columns)
+
+
+def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'),
+                     *, budgets: Optional[Sequence[int]] = None, rerankers: Optional[Sequence[str]] = None,
+                     measures: Sequence[str] = _MEASURES) -> pd.DataFrame:
+    """``system`` against the best of ``baselines``, on the mean over collections, per budget, reranker and measure.
+
+    In each collection a system's value is its mean over the noise seeds that ``system`` has there (the baselines
+    are paired with it: a seed only they ran does not count). The mean over collections then picks the best
+    baseline (the first in ``baselines`` on a tie). A cell is left out unless ``system`` and every baseline have it
+    in every collection of the table.
+
+    Returns:
+        ``budget, reranker, measure, best`` (the best baseline's name), ``best_value``, ``value`` (the system's),
+        ``delta`` (value - best_value), ``holds`` (delta at least ``-TOLERANCE``), ``delta_min`` / ``delta_max`` (the
+        delta per noise seed, over the seeds every collection has; equal to ``delta`` with one seed or MiniLM) and
+        per collection ``delta:<collection>``: the system minus the best baseline *of that collection*.
+    """
+    frame = _prepared(table)
+    baselines = list(baselines)
+    collections = list(dict.fromkeys(frame.collection))
+    frame = frame[frame.system.isin([system] + baselines)]
+    budgets = sorted(frame.budget.unique()) if budgets is None else [int(b) for b in budgets]
+    rows = []
+    for budget in budgets:
+        for r in _rerankers(frame, rerankers):
+            cell = frame[(frame.budget == budget) & (frame.r == r)]
+            ours = cell[cell.system == system][['collection', 'seed']].drop_duplicates()
+            cell = cell.merge(ours, on=['collection', 'seed'])  # the system's seeds only
+            have = cell.groupby('collection').system.nunique()
+            if len(have) < len(collections) or (have < len(baselines) + 1).any():
+                continue  # incomplete: someone did not run this cell in some collection
+            per = cell.groupby(['collection', 'system'])[list(measures)].mean()
+            mean = per.groupby('system').mean()
+            seeds = set.intersection(*(set(g.seed) for _, g in ours.groupby('collection')))
+            for measure in measures:
+                best = max(baselines, key=lambda b: (mean.loc[b, measure], -baselines.index(b)))
+                delta = float(mean.loc[system, measure] - mean.loc[best, measure])
+                by_seed = [cell[(cell.seed == s) & (cell.system == system)][measure].mean()
+                           - cell[(cell.seed == s) & (cell.system == best)][measure].mean() for s in sorted(seeds)]
+                row = {'budget': int(budget), 'reranker': r, 'measure': measure, 'best': best,
+                       'best_value': float(mean.loc[best, measure]), 'value': float(mean.loc[system, measure]),
+                       'delta': delta, 'holds': delta >= -TOLERANCE,
+                       'delta_min': float(min(by_seed)) if by_seed else delta,
+                       'delta_max': float(max(by_seed)) if by_seed else delta}
+                for collection in collections:
+                    theirs = per.loc[collection].loc[baselines, measure].max()
+                    row[f'delta:{collection}'] = float(per.loc[(collection, system), measure] - theirs)
+                rows.append(row)
+    columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
+               'delta_max', *(f'delta:{c}' for c in collections)]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def strength_response(table: pd.DataFrame, system: str = 'GAREN+', *, budget: int = 100, weak: float = 2.0,
+                      strong: float = 0.25, measure: str = 'R@100') -> pd.DataFrame:
+    """Whether ``measure`` rises from the simulated reranker at noise ``weak`` to the one at ``strong``, per
+    collection, on the mean over the noise seeds that both have.
+
+    Returns:
+        ``collection, weak, strong`` (the two means), ``rise`` (strong - weak), ``rises`` (rise above
+        ``TOLERANCE``: a tie is no rise), ``rise_min`` / ``rise_max`` (per noise seed) and ``seeds``. A collection
+        without both strengths at ``budget`` gives no row.
+    """
+    frame = _prepared(table)
+    names = {f'sigma={weak:g}': 'weak', f'sigma={strong:g}': 'strong'}
+    frame = frame[(frame.system == system) & (frame.budget == int(budget)) & frame.r.isin(list(names))]
+    rows = []
+    for collection, group in frame.groupby('collection', sort=False):
+        wide = group.pivot_table(index='seed', columns='r', values=measure).rename(columns=names)
+        if not {'weak', 'strong'} <= set(wide.columns):
+            continue
+        wide = wide.dropna()
+        if wide.empty:
+            continue
+        rise = wide.strong - wide.weak
+        rows.append({'collection': collection, 'weak': float(wide.weak.mean()), 'strong': float(wide.strong.mean()),
+                     'rise': float(rise.mean()), 'rises': float(rise.mean()) > TOLERANCE,
+                     'rise_min': float(rise.min()), 'rise_max': float(rise.max()), 'seeds': len(wide)})
+    return pd.DataFrame(rows, columns=['collection', 'weak', 'strong', 'rise', 'rises', 'rise_min', 'rise_max',
+                                       'seeds'])
+
+
+def claims_report(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'),
+                  *, monotone: Sequence[str] = ('GAREN', 'GAREN+'), margin_budgets: Sequence[int] = (100, 200),
+                  rerankers: Sequence[str] = ('sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'),
+                  budget: int = 100, weak: float = 2.0, strong: float = 0.25) -> Dict[str, pd.DataFrame]:
+    """The three claims at once, as :func:`budget_monotonicity`, :func:`baseline_margins` and
+    :func:`strength_response` give them: ``{'monotonicity': ..., 'margins': ..., 'response': ...}``."""
+    present = set(_label(table))
+    chosen = [r for r in rerankers if r in present]
+    return {'monotonicity': budget_monotonicity(table, monotone, rerankers=chosen),
+            'margins': baseline_margins(table, system, baselines, budgets=margin_budgets, rerankers=chosen),
+            'response': strength_response(table, system, budget=budget, weak=weak, strong=strong)}
