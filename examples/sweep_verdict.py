@@ -8,15 +8,16 @@
 Each argument names a collection and the CSVs examples/strength_sweep.py wrote for it (comma-separated when a
 collection was run in parts, e.g. the simulated rerankers on some queries and MiniLM on all). Prints:
 
-1. budget monotonicity: --monotone systems' R@100 per collection, reranker and noise seed over the budgets run, and
-   whether it never falls;
+1. budget monotonicity: --monotone systems' R@100 (or --monotone-measure) per collection, reranker and noise seed
+   over the budgets run, and whether it never falls;
 2. margins: --system against the best of --baselines at --margin-budgets, nDCG@10 and R@100, mean over the
    collections (noise seeds paired), with the per-seed range and, per collection, the system minus that
    collection's best baseline;
 3. strength response: --system's R@100 at --response-budget from sigma --weak to sigma --strong, per collection.
 
-Each table ends with a count of what holds. Values are means over partition seeds. --csv-dir also writes the three
-tables as CSV. Reads only the CSVs: nothing is run.
+Each table ends with a count of what holds; table 2 is skipped when a baseline has no rows (a sweep of one
+system). Values are means over partition seeds. --csv-dir also writes the three tables as CSV. Reads only the
+CSVs: nothing is run.
 """
 import argparse
 import os
@@ -67,6 +68,8 @@ def main(argv=None):
     parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
     parser.add_argument('--monotone', nargs='+', default=['GAREN', 'GAREN+'],
                         help='systems whose R@100 must not fall with the budget')
+    parser.add_argument('--monotone-measure', default='R@100', choices=['R@100', 'nDCG@10'],
+                        help='the measure of table 1 (default: R@100)')
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers checked in tables 1 and 2 ('sigma=S' or 'MiniLM')")
@@ -79,32 +82,36 @@ def main(argv=None):
         table = analysis.load_sweeps(parse_files(args.files))
     except (OSError, ValueError) as ex:
         raise SystemExit(f'error: {ex}') from ex
-    missing = [s for s in [args.system, *args.baselines] if s not in set(table.system)]
-    if missing:
-        raise SystemExit(f'error: no rows of {", ".join(missing)} in the CSVs (systems there: '
-                         f'{", ".join(sorted(set(table.system)))}); pass --system/--baselines')
+    present = set(table.system)
+    if args.system not in present:
+        raise SystemExit(f'error: no rows of {args.system} in the CSVs (systems there: {", ".join(sorted(present))}); '
+                         'pass --system')
+    absent = [s for s in args.baselines if s not in present]
     report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
+                                    monotone_measure=args.monotone_measure,
                                     margin_budgets=args.margin_budgets, rerankers=args.rerankers,
                                     budget=args.response_budget, weak=args.weak, strong=args.strong)
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
 
     mono = report['monotonicity']
-    print(f'## 1. R@100 as the budget grows ({", ".join(args.monotone)})\n')
+    print(f'**1. {args.monotone_measure} as the budget grows ({", ".join(args.monotone)})**\n')
     shown = mono.assign(noise_seed=mono.noise_seed.map(lambda s: '-' if s < 0 else str(s)),
                         worst_step=mono.worst_step.map(lambda v: f'{v:+.4f}'))
     print(markdown(shown))
     print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall\n')
 
     margins = report['margins']
-    print(f'## 2. {args.system} against the best baseline (mean over {len(collections)} collections)\n')
-    per = [c for c in margins.columns if c.startswith('delta:')]
-    shown = signed(margins, ['delta', 'delta_min', 'delta_max', *per])
-    print(markdown(shown))
-    print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold\n')
+    print(f'**2. {args.system} against the best baseline (mean over {len(collections)} collections)**\n')
+    if absent:  # e.g. a sweep of one system, read for tables 1 and 3
+        print(f'skipped: no rows of {", ".join(absent)} in the CSVs\n')
+    else:
+        per = [c for c in margins.columns if c.startswith('delta:')]
+        print(markdown(signed(margins, ['delta', 'delta_min', 'delta_max', *per])))
+        print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold\n')
 
     response = report['response']
-    print(f'## 3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}\n')
+    print(f'**3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}**\n')
     print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
     print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
 

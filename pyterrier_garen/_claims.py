@@ -21,17 +21,19 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
 import numpy as np
 import pandas as pd
 
+from ._sweep import KEYS, MEASURES, _config_key
+
 __all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report', 'TOLERANCE']
 
 #: Differences smaller than this count as ties (two means of the same numbers summed in another order).
 TOLERANCE = 1e-9
-_KEYS = ['system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'budget']
-_MEASURES = ('nDCG@10', 'R@100')
+_KEYS = KEYS
+_MEASURES = MEASURES
 
 
 def _label(frame: pd.DataFrame) -> pd.Series:
-    return pd.Series(np.where(frame.reranker == 'MiniLM', 'MiniLM',
-                              'sigma=' + frame.sigma.map(lambda s: f'{s:g}')), index=frame.index)
+    """``'sigma=0.25'`` / ``'MiniLM'`` per row, as the sweep's summaries name the rerankers."""
+    return pd.Series(_config_key(frame), index=frame.index)
 
 
 def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]) -> pd.DataFrame:
@@ -203,13 +205,14 @@ def strength_response(table: pd.DataFrame, system: str = 'GAREN+', *, budget: in
 
 
 def claims_report(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'),
-                  *, monotone: Sequence[str] = ('GAREN', 'GAREN+'), margin_budgets: Sequence[int] = (100, 200),
+                  *, monotone: Sequence[str] = ('GAREN', 'GAREN+'), monotone_measure: str = 'R@100',
+                  margin_budgets: Sequence[int] = (100, 200),
                   rerankers: Sequence[str] = ('sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'),
                   budget: int = 100, weak: float = 2.0, strong: float = 0.25) -> Dict[str, pd.DataFrame]:
     """The three claims at once, as :func:`budget_monotonicity`, :func:`baseline_margins` and
     :func:`strength_response` give them: ``{'monotonicity': ..., 'margins': ..., 'response': ...}``."""
     present = set(_label(table))
     chosen = [r for r in rerankers if r in present]
-    return {'monotonicity': budget_monotonicity(table, monotone, rerankers=chosen),
+    return {'monotonicity': budget_monotonicity(table, monotone, measure=monotone_measure, rerankers=chosen),
             'margins': baseline_margins(table, system, baselines, budgets=margin_budgets, rerankers=chosen),
             'response': strength_response(table, system, budget=budget, weak=weak, strong=strong)}

@@ -177,6 +177,8 @@ def test_sweep_verdict_command(tmp_path, capsys):
     assert pd.read_csv(out_dir / 'margins.csv').shape[0] == 2
     with pytest.raises(SystemExit, match='no rows of GAREN\\+'):
         script.main([f'a={a}'])
+    script.main([f'a={a}', '--system', 'S', '--baselines', 'B1', 'GAR'])
+    assert 'skipped: no rows of GAR in the CSVs' in capsys.readouterr().out
     with pytest.raises(SystemExit, match='expected COLLECTION=PATH'):
         script.main([str(a)])
     with pytest.raises(SystemExit, match='no sweep CSV at'):
