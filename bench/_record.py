@@ -9,24 +9,17 @@ its measurements. Nothing in it is typed by hand.
 import datetime
 import json
 import os
-import shlex
-import sys
 from pathlib import Path
 
 from pyterrier_garen import code_version, package_versions
+from pyterrier_garen import command_line as _command_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def command_line(argv=None) -> str:
     """``python bench/NAME.py ARGS`` as typed in the repository root (the script's path relative to it)."""
-    argv = list(sys.argv if argv is None else argv)
-    script = Path(argv[0]).resolve()
-    try:
-        script = script.relative_to(ROOT)
-    except ValueError:
-        pass
-    return ' '.join(['python', shlex.quote(str(script)), *map(shlex.quote, argv[1:])])
+    return _command_line(argv, ROOT)
 
 
 def save(path, *, caption: str, columns, rows, lines=(), command: str = None, transcribed: str = None,

@@ -18,7 +18,9 @@ included in place of its own fusion; --tail-fusion T makes it depth-aware (weigh
 documents, T below them; --observed-fusion U adds the search's observation order there; every system alike);
 --final-order sets every window search's final order. Offline
 artifacts (BM25 index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused.
-A budget of at least the collection's documents warns (--strict: an error).
+A budget of at least the collection's documents warns (--strict: an error). Beside the CSV, OUT.json records the
+command, the code version, the numerics packages and the collection's fingerprint (examples/sweep_verdict.py
+prints them, and says when the CSVs it reads were written by different code).
 """
 import argparse
 import ast
@@ -81,6 +83,7 @@ def main(argv=None):
     parser.add_argument('--graph', default='dense', choices=['dense', 'bm25'],
                         help='k-NN graph for the groups (bm25 needs no MiniLM: use with --no-minilm --navigator vote)')
     parser.add_argument('--verbose', action='store_true')
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     if not args.sigmas and args.no_minilm:
         parser.error('--sigmas without values runs MiniLM only, and --no-minilm leaves no reranker')
@@ -117,6 +120,11 @@ def main(argv=None):
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
+    # beside the CSV: the command, code, packages and collection that wrote it (examples/sweep_verdict.py shows it)
+    side = garen.write_sidecar(args.out, command=garen.command_line([__file__, *argv]), collection=label,
+                               collection_sha256=garen.collection_fingerprint(dataset),
+                               documents=len(prepared.groups), queries=int(perquery.qid.nunique()),
+                               vectors_precision=analysis.vectors_precision(prepared))
     extra = ''.join(f', {part}' for part in analysis.describe_fusion(args.fusion, args.tail_fusion, args.fusion_head,
                                                                        args.observed_fusion)) + \
         (f', final order {args.final_order}' if args.final_order else '')
@@ -140,7 +148,7 @@ def main(argv=None):
             path = args.plot if len(budget_list) == 1 else f'{root}.b{budget}{ext}'
             analysis.sweep_plot_file(table[table.budget == budget], path, title=f'{label}, budget {budget}')
             plots.append(path)
-    print(f'\nwrote {args.out}' + (f' and {" ".join(plots)}' if plots else ''))
+    print(f'\nwrote {args.out} (its provenance in {side})' + (f' and {" ".join(plots)}' if plots else ''))
 
 
 if __name__ == '__main__':

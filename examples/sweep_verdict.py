@@ -15,9 +15,11 @@ collection was run in parts, e.g. the simulated rerankers on some queries and Mi
    collection's best baseline;
 3. strength response: --system's R@100 at --response-budget from sigma --weak to sigma --strong, per collection.
 
-Each table ends with a count of what holds; table 2 is skipped when a baseline has no rows (a sweep of one
-system). Values are means over partition seeds. --csv-dir also writes the three tables as CSV. Reads only the
-CSVs: nothing is run.
+Each table ends with a count of what holds; table 1 is skipped when the CSVs hold one budget, table 2 when a
+baseline has no rows (a sweep of one system). Values are means over partition seeds. Last comes where the CSVs
+came from: the code version, date and query count each one's record (CSV.json, written by strength_sweep.py)
+gives, and a warning when the files were written by different code or package versions, changed after their
+record, or have none. --csv-dir also writes the three tables as CSV. Reads only the CSVs: nothing is run.
 """
 import argparse
 import os
@@ -78,8 +80,10 @@ def main(argv=None):
     parser.add_argument('--strong', type=float, default=0.25)
     parser.add_argument('--csv-dir', help='also write monotonicity.csv, margins.csv and response.csv here')
     args = parser.parse_args(argv)
+    files = parse_files(args.files)
     try:
-        table = analysis.load_sweeps(parse_files(args.files))
+        table = analysis.load_sweeps(files)
+        provenance = analysis.sweep_provenance(files)
     except (OSError, ValueError) as ex:
         raise SystemExit(f'error: {ex}') from ex
     present = set(table.system)
@@ -98,8 +102,11 @@ def main(argv=None):
     print(f'**1. {args.monotone_measure} as the budget grows ({", ".join(args.monotone)})**\n')
     shown = mono.assign(noise_seed=mono.noise_seed.map(lambda s: '-' if s < 0 else str(s)),
                         worst_step=mono.worst_step.map(lambda v: f'{v:+.4f}'))
-    print(markdown(shown))
-    print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall\n')
+    if table.budget.nunique() < 2:
+        print(f'skipped: one budget ({", ".join(map(str, sorted(set(table.budget))))}) in the CSVs\n')
+    else:
+        print(markdown(shown))
+        print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall\n')
 
     margins = report['margins']
     print(f'**2. {args.system} against the best baseline (mean over {len(collections)} collections)**\n')
@@ -114,6 +121,12 @@ def main(argv=None):
     print(f'**3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}**\n')
     print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
     print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
+
+    print('\n**Where the CSVs came from**\n')
+    print(markdown(provenance[['collection', 'file', 'status', 'code', 'date', 'queries']]))
+    print()
+    for note in analysis.provenance_notes(provenance):
+        print(f'- {note}')
 
     if args.csv_dir:
         os.makedirs(args.csv_dir, exist_ok=True)

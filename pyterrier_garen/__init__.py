@@ -44,6 +44,10 @@ _EXPORTS = {
     'evaluation_qrels': '._compare',
     'code_version': '._provenance',  # the git commit saved results record (compare --json, bench --json)
     'package_versions': '._provenance',  # the numerics packages' versions those records carry
+    'write_sidecar': '._provenance',  # FILE.json beside a result file: its command, code, packages, SHA-256
+    'read_sidecar': '._provenance',
+    'command_line': '._provenance',
+    'collection_fingerprint': '._prepare',  # the SHA-256 of a collection's content that names its workdir
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',

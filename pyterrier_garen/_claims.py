@@ -7,6 +7,8 @@ docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
 * :func:`budget_monotonicity`: does a measure (R@100) never fall as the budget grows?
 * :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
 * :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
+* :func:`sweep_provenance`: which code, packages and command wrote each CSV (the record
+  ``examples/strength_sweep.py`` writes beside it), so that a verdict never silently mixes code versions.
 
 A reranker is named as in :func:`~pyterrier_garen._sweep.sweep_summary`: ``'sigma=0.25'`` for the simulated reranker
 at that noise, ``'MiniLM'``. Values are averaged over partition seeds first; noise seeds are kept apart where a
@@ -23,7 +25,8 @@ import pandas as pd
 
 from ._sweep import KEYS, MEASURES, _config_key
 
-__all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report', 'TOLERANCE']
+__all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report',
+           'sweep_provenance', 'provenance_notes', 'TOLERANCE']
 
 #: Differences smaller than this count as ties (two means of the same numbers summed in another order).
 TOLERANCE = 1e-9
@@ -48,17 +51,15 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
             two files that give the same row (system, reranker, sigma, seeds, budget) different values.
     """
     frames = []
-    for collection, paths in files.items():
-        for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
-            path = Path(path)
-            if not path.is_file():
-                raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
-            frame = pd.read_csv(path)
-            missing = [c for c in _KEYS + list(_MEASURES) if c not in frame.columns]
-            if missing:
-                raise ValueError(f'{path} is not a sweep table: no column {", ".join(missing)} (write it with '
-                                 'examples/strength_sweep.py; a CSV from before the budget column needs a rerun)')
-            frames.append(frame.assign(collection=str(collection), file=str(path)))
+    for collection, path in _paths(files):
+        if not path.is_file():
+            raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
+        frame = pd.read_csv(path)
+        missing = [c for c in _KEYS + list(_MEASURES) if c not in frame.columns]
+        if missing:
+            raise ValueError(f'{path} is not a sweep table: no column {", ".join(missing)} (write it with '
+                             'examples/strength_sweep.py; a CSV from before the budget column needs a rerun)')
+        frames.append(frame.assign(collection=collection, file=str(path)))
     if not frames:
         raise ValueError('no sweep CSVs given: pass {collection: path}')
     table = pd.concat(frames, ignore_index=True)
@@ -72,6 +73,69 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
                          f'{row.noise_seed} budget={row.budget} has different values in {", ".join(files_)}; '
                          'give each collection one run of every configuration')
     return table.drop(columns='file').reset_index(drop=True)
+
+
+def _paths(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]):
+    """``(collection, Path)`` for every file of ``{collection: path or paths}``, in order."""
+    for collection, paths in files.items():
+        for path in [paths] if isinstance(paths, (str, Path)) else list(paths):
+            yield str(collection), Path(path)
+
+
+def sweep_provenance(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]) -> pd.DataFrame:
+    """Who wrote each sweep CSV: one row per file of ``{collection: path or paths}`` (as :func:`load_sweeps` takes).
+
+    Columns: ``collection``, ``file`` (as given), ``status`` (``'recorded'``, ``'changed'``: the CSV differs from the
+    one its record describes, ``'missing'``: no record, ``'unreadable'``; see
+    :func:`~pyterrier_garen._provenance.read_sidecar`), ``code``, ``date``, ``queries``, ``command`` (``'-'`` where
+    there is no record) and ``packages`` (a dict, empty without a record).
+
+    Raises:
+        FileNotFoundError: for a missing CSV.
+    """
+    from ._provenance import read_sidecar
+    rows = []
+    for collection, path in _paths(files):
+        if not path.is_file():
+            raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
+        record = read_sidecar(path)
+        known = record['status'] in ('recorded', 'changed')
+        rows.append({'collection': collection, 'file': str(path), 'status': record['status'],
+                     **{k: str(record.get(k, '-')) if known else '-' for k in ('code', 'date', 'queries', 'command')},
+                     'packages': dict(record.get('packages') or {}) if known else {}})
+    return pd.DataFrame(rows, columns=['collection', 'file', 'status', 'code', 'date', 'queries', 'command',
+                                       'packages'])
+
+
+def provenance_notes(provenance: pd.DataFrame) -> List[str]:
+    """Sentences on what :func:`sweep_provenance` found that a reader of a verdict must know: files without a
+    record or changed after it, and the code versions and package versions that differ between recorded files
+    (none of these: one sentence saying every file was written by one code version)."""
+    notes = []
+    total = len(provenance)
+    for status, say in (('missing', 'no provenance record beside {n} of {total} files (written by hand or before '
+                                    'records existed): {names}'),
+                        ('unreadable', 'an unreadable provenance record beside {n} of {total} files: {names}'),
+                        ('changed', '{n} of {total} files changed after their provenance record was written (the '
+                                    'record no longer describes them): {names}')):
+        names = provenance.file[provenance.status == status].tolist()
+        if names:
+            notes.append(say.format(n=len(names), total=total, names=', '.join(names)))
+    known = provenance[provenance.status.isin(['recorded', 'changed'])]
+    codes = list(dict.fromkeys(known.code))
+    if len(codes) > 1:
+        notes.append(f'the files were written by {len(codes)} code versions ({", ".join(codes)}): a difference '
+                     'between them may be the code, not the systems')
+    elif codes and codes[0].endswith('+changes'):
+        notes.append(f'the files were written by code with uncommitted changes ({codes[0]})')
+    names = sorted({n for p in known.packages for n in p})
+    differ = [f'{n} ({", ".join(sorted({str(p.get(n, "absent")) for p in known.packages}))})' for n in names
+              if len({p.get(n) for p in known.packages}) > 1]
+    if differ:
+        notes.append(f'package versions differ between the files: {"; ".join(differ)}')
+    if not notes and codes:
+        notes.append(f'every file was written by code {codes[0]} with the same package versions')
+    return notes
 
 
 def _prepared(table: pd.DataFrame) -> pd.DataFrame:

@@ -320,14 +320,14 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
         # how the vectors were encoded, as recorded with them (None: built before the record was kept)
-        'vectors_precision': _vectors_precision(prepared),
+        'vectors_precision': vectors_precision(prepared),
     }
     if tail_fusion is not None or observed_fusion:
         table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head, observed_fusion=observed_fusion)
     return table
 
 
-def _vectors_precision(prepared) -> Optional[str]:
+def vectors_precision(prepared) -> Optional[str]:
     """The precision the prepared MiniLM vectors were encoded with (``'fp32'``, ``'bf16'``), as their folder records
     it (:func:`~pyterrier_garen._graphs.encoding_record`), or None."""
     from ._graphs import encoding_record

@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional, Union
 
-__all__ = ['code_version', 'package_versions', 'NUMERIC_PACKAGES']
+__all__ = ['code_version', 'package_versions', 'NUMERIC_PACKAGES', 'command_line', 'sidecar_path', 'write_sidecar',
+           'read_sidecar']
 
 #: Distributions whose versions can move a figure: the encoder's numerics (torch, transformers, tokenizers,
 #: sentence-transformers), the k-NN graph and the partition (numpy, faiss, igraph, leidenalg), BM25 (PISA) and
@@ -45,3 +46,82 @@ def package_versions(names=None) -> dict:
         except metadata.PackageNotFoundError:
             continue
     return out
+
+
+def command_line(argv=None, root: Optional[Union[str, Path]] = None) -> str:
+    """``python SCRIPT ARGS`` as it would be typed in ``root`` (default: the checkout this package lies in), the
+    script's path relative to it when it lies inside."""
+    import shlex
+    import sys
+    argv = list(sys.argv if argv is None else argv)
+    root = Path(__file__).resolve().parents[1] if root is None else Path(root)
+    script = Path(argv[0]).resolve()
+    try:
+        script = script.relative_to(root.resolve())
+    except ValueError:
+        pass
+    return ' '.join(['python', shlex.quote(str(script)), *map(shlex.quote, argv[1:])])
+
+
+def sidecar_path(path: Union[str, Path]) -> Path:
+    """Where the provenance record of a result file lies: ``<file>.json`` beside it (``run.csv`` ->
+    ``run.csv.json``)."""
+    path = Path(path)
+    return path.with_name(path.name + '.json')
+
+
+def file_digest(path: Union[str, Path]) -> str:
+    """SHA-256 of a file's bytes, in hex."""
+    import hashlib
+    digest = hashlib.sha256()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_sidecar(path: Union[str, Path], *, command: Optional[str] = None, **fields) -> Path:
+    """Write the provenance record of the result file ``path`` (which must exist) to :func:`sidecar_path`.
+
+    The record holds the command line that wrote it (``command``, default this process's :func:`command_line`),
+    the day (UTC), the code (:func:`code_version`), the numerics
+    packages (:func:`package_versions`), the file's SHA-256 (so that a reader can tell a file changed after its
+    record) and ``fields`` (JSON values: the collection, the number of queries, ...). Written atomically; a secret
+    the package was told of (an API key) is hidden in the command.
+    """
+    import datetime
+    import json
+
+    from ._redact import scrub
+    path = Path(path)
+    record = {'file': path.name, 'sha256': file_digest(path), 'command': scrub(command or command_line()),
+              'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'), 'code': code_version(),
+              'packages': package_versions(), **fields}
+    out = sidecar_path(path)
+    tmp = out.with_name(out.name + '.tmp')
+    tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + '\n')
+    tmp.replace(out)
+    return out
+
+
+def read_sidecar(path: Union[str, Path]) -> dict:
+    """The provenance of the result file ``path``: its record (:func:`write_sidecar`) with ``status``:
+
+    * ``'recorded'``: the record is there and the file's bytes are the ones it recorded;
+    * ``'changed'``: the file was changed (or replaced) after its record was written: the record no longer
+      describes it;
+    * ``'missing'``: no record beside it (written by hand or before records existed);
+    * ``'unreadable'``: a record that is not a JSON object (``error`` says why).
+    """
+    import json
+    side = sidecar_path(path)
+    if not side.is_file():
+        return {'status': 'missing'}
+    try:
+        record = json.loads(side.read_text())
+        if not isinstance(record, dict):
+            raise ValueError('not a JSON object')
+    except (ValueError, UnicodeDecodeError) as ex:
+        return {'status': 'unreadable', 'error': f'{side}: {ex}'}
+    same = record.get('sha256') == file_digest(path)
+    return {**record, 'status': 'recorded' if same else 'changed'}

@@ -12,7 +12,8 @@
   (:func:`first_stage_shares`, :func:`share_summary`).
 * budget curves and plots.
 * issue 16's claims over sweep CSVs (:func:`load_sweeps`, :func:`budget_monotonicity`, :func:`baseline_margins`,
-  :func:`strength_response`, :func:`claims_report`; command line: ``examples/sweep_verdict.py``).
+  :func:`strength_response`, :func:`claims_report`, :func:`sweep_provenance`; command line:
+  ``examples/sweep_verdict.py``).
 
 matplotlib is imported inside the plotting functions only.
 """
@@ -26,8 +27,9 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._claims import baseline_margins, budget_monotonicity, claims_report, load_sweeps, strength_response
-from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion
+from ._claims import (baseline_margins, budget_monotonicity, claims_report, load_sweeps, provenance_notes,
+                      strength_response, sweep_provenance)
+from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, judged_topics, partition_groups,
                      plot_strength_sweep, strength_sweep, sweep_plot_file, sweep_summary, sweep_tests)
@@ -41,7 +43,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'check_sweep_arguments', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response',
-           'claims_report']
+           'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision']
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:

@@ -183,3 +183,73 @@ def test_sweep_verdict_command(tmp_path, capsys):
         script.main([str(a)])
     with pytest.raises(SystemExit, match='no sweep CSV at'):
         script.main([f'a={tmp_path / "missing.csv"}', '--system', 'S'])
+    # one budget only: table 1 says so instead of an empty table; the files' provenance comes last
+    one = write(tmp_path, 'one.csv', table[(table.collection == 'a') & (table.budget == 100)])
+    _record(one, code='dddd4444', date='2026-12-03', queries=5, command='python z', packages={'numpy': '2.1'})
+    script.main([f'a={one}', '--system', 'S', '--baselines', 'B1'])
+    text = capsys.readouterr().out
+    assert 'skipped: one budget (100) in the CSVs' in text
+    assert f'| a | {one} | recorded | dddd4444 | 2026-12-03 | 5 |' in text
+    assert text.rstrip().endswith('- every file was written by code dddd4444 with the same package versions')
+
+
+def _record(path, **fields):
+    """A provenance record beside ``path`` as strength_sweep.py writes it, with chosen code and packages."""
+    import json
+
+    from pyterrier_garen._provenance import file_digest, sidecar_path
+    sidecar_path(path).write_text(json.dumps({'file': path.name, 'sha256': file_digest(path), **fields}))
+
+
+def test_sweep_provenance_and_its_notes(tmp_path):
+    base = rows(('x', 'S', 'sigma=1', 0, 42, 100, .5, .6))
+    one, two, bare, edited, broken = (write(tmp_path, f'{n}.csv', base) for n in
+                                      ('one', 'two', 'bare', 'edited', 'broken'))
+    _record(one, code='aaaa1111', date='2026-12-01', queries=7, command='python x', packages={'numpy': '2.1'})
+    _record(two, code='aaaa1111', date='2026-12-02', queries=9, command='python y', packages={'numpy': '2.1'})
+    provenance = analysis.sweep_provenance({'x': [one, two]})
+    assert provenance[['status', 'code', 'date', 'queries']].values.tolist() == [
+        ['recorded', 'aaaa1111', '2026-12-01', '7'], ['recorded', 'aaaa1111', '2026-12-02', '9']]
+    assert analysis.provenance_notes(provenance) == [
+        'every file was written by code aaaa1111 with the same package versions']
+    # another code version and another numpy; a file with no record; one edited after its record; one unreadable
+    _record(two, code='bbbb2222', packages={'numpy': '2.2', 'torch': '2.13.0'})
+    _record(edited, code='aaaa1111', packages={'numpy': '2.1'})
+    edited.write_text(edited.read_text() + 'GAREN,simulated,1.0,0,42,100,0.1,0.2\n')
+    (tmp_path / 'broken.csv.json').write_text('[1, 2')
+    provenance = analysis.sweep_provenance({'x': [one, two, bare], 'y': [edited, broken]})
+    assert provenance.status.tolist() == ['recorded', 'recorded', 'missing', 'changed', 'unreadable']
+    assert provenance.code.tolist() == ['aaaa1111', 'bbbb2222', '-', 'aaaa1111', '-']
+    assert analysis.provenance_notes(provenance) == [
+        f'no provenance record beside 1 of 5 files (written by hand or before records existed): {bare}',
+        f'an unreadable provenance record beside 1 of 5 files: {broken}',
+        f'1 of 5 files changed after their provenance record was written (the record no longer describes them): '
+        f'{edited}',
+        'the files were written by 2 code versions (aaaa1111, bbbb2222): a difference between them may be the '
+        'code, not the systems',
+        'package versions differ between the files: numpy (2.1, 2.2); torch (2.13.0, absent)']
+    _record(one, code='cccc3333+changes', packages={})
+    assert analysis.provenance_notes(analysis.sweep_provenance({'x': one})) == [
+        'the files were written by code with uncommitted changes (cccc3333+changes)']
+    with pytest.raises(FileNotFoundError, match="collection 'x'"):
+        analysis.sweep_provenance({'x': tmp_path / 'none.csv'})
+
+
+def test_write_and_read_sidecar_round_trip(tmp_path):
+    import hashlib
+
+    import pyterrier_garen as garen
+    from pyterrier_garen._redact import remember
+    path = tmp_path / 'run.csv'
+    path.write_text('a,b\n1,2\n')
+    remember('sk-provenance-secret-0123')
+    side = garen.write_sidecar(path, command='python s.py --key sk-provenance-secret-0123', queries=3)
+    assert side == tmp_path / 'run.csv.json'
+    assert 'sk-provenance-secret-0123' not in side.read_text()
+    record = garen.read_sidecar(path)
+    assert record['status'] == 'recorded'
+    assert record['sha256'] == hashlib.sha256(b'a,b\n1,2\n').hexdigest()
+    assert (record['file'], record['queries'], record['command']) == ('run.csv', 3, 'python s.py --key <hidden>')
+    assert garen.read_sidecar(tmp_path / 'other.csv') == {'status': 'missing'}
+    path.write_text('a,b\n1,3\n')
+    assert garen.read_sidecar(path)['status'] == 'changed'

@@ -67,10 +67,24 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     assert table.budget.tolist() == [20, 20, 40, 40]
     assert (tmp_path / 'b.b20.png').stat().st_size > 0
     assert (tmp_path / 'b.b40.png').stat().st_size > 0
-    expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(20, 40), fusion=0.1,
-                                          **COMMON)
+    expected, perquery = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(20, 40),
+                                                 fusion=0.1, **COMMON)
     pd.testing.assert_frame_equal(table, expected, check_dtype=False)
+    # beside the CSV, its provenance: the command, this checkout's code, the collection, the CSV's own SHA-256
+    import hashlib
+
+    import pyterrier_garen as garen
+    record = garen.read_sidecar(out)
+    assert record['status'] == 'recorded'
+    assert record['sha256'] == hashlib.sha256(out.read_bytes()).hexdigest()
+    assert record['command'].startswith('python examples/strength_sweep.py --dataset ')
+    assert '--budgets 20 40 --fusion 0.1' in record['command']
+    assert record['code'] == garen.code_version()
+    assert record['collection_sha256'] == garen.collection_fingerprint(prepared.dataset)
+    assert (record['documents'], record['queries'], record['file']) == (160, perquery.qid.nunique(), 'b.csv')
+    assert 'numpy' in record['packages']
     printed = capsys.readouterr().out
+    assert f'(its provenance in {out}.json)' in printed
     # --fusion alone is GAREN+'s stage, and the line says so
     assert ('first-stage fusion 0.1 for every system, below the top 10 first-stage fusion 0.5, below the top 10 '
             'observation-order fusion 3;') in printed
