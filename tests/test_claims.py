@@ -214,23 +214,25 @@ def test_sweep_provenance_and_its_notes(tmp_path):
         'every file was written by code aaaa1111 with the same package versions']
     # another code version and another numpy; a file with no record; one edited after its record; one unreadable
     _record(two, code='bbbb2222', packages={'numpy': '2.2', 'torch': '2.13.0'})
-    _record(edited, code='aaaa1111', packages={'numpy': '2.1'})
+    _record(edited, code='eeee5555', packages={'numpy': '2.1'})  # a changed file still tells its code
     edited.write_text(edited.read_text() + 'GAREN,simulated,1.0,0,42,100,0.1,0.2\n')
     (tmp_path / 'broken.csv.json').write_text('[1, 2')
     provenance = analysis.sweep_provenance({'x': [one, two, bare], 'y': [edited, broken]})
     assert provenance.status.tolist() == ['recorded', 'recorded', 'missing', 'changed', 'unreadable']
-    assert provenance.code.tolist() == ['aaaa1111', 'bbbb2222', '-', 'aaaa1111', '-']
+    assert provenance.code.tolist() == ['aaaa1111', 'bbbb2222', '-', 'eeee5555', '-']
     assert analysis.provenance_notes(provenance) == [
         f'no provenance record beside 1 of 5 files (written by hand or before records existed): {bare}',
         f'an unreadable provenance record beside 1 of 5 files: {broken}',
         f'1 of 5 files changed after their provenance record was written (the record no longer describes them): '
         f'{edited}',
-        'the files were written by 2 code versions (aaaa1111, bbbb2222): a difference between them may be the '
-        'code, not the systems',
+        'the files were written by 3 code versions (aaaa1111, bbbb2222, eeee5555): a difference between them may '
+        'be the code, not the systems',
         'package versions differ between the files: numpy (2.1, 2.2); torch (2.13.0, absent)']
     _record(one, code='cccc3333+changes', packages={})
     assert analysis.provenance_notes(analysis.sweep_provenance({'x': one})) == [
         'the files were written by code with uncommitted changes (cccc3333+changes)']
+    (tmp_path / 'broken.csv.json').write_text('[1, 2]')  # JSON, but not a record
+    assert analysis.sweep_provenance({'y': broken}).status.tolist() == ['unreadable']
     with pytest.raises(FileNotFoundError, match="collection 'x'"):
         analysis.sweep_provenance({'x': tmp_path / 'none.csv'})
 
