@@ -98,11 +98,11 @@ def sweep_provenance(files: Mapping[str, Union[str, Path, Sequence[Union[str, Pa
     for collection, path in _paths(files):
         if not path.is_file():
             raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
-        record = read_sidecar(path)
-        known = record['status'] in ('recorded', 'changed')
+        record = read_sidecar(path)  # without a readable record, only its status (and an error)
+        packages = record.get('packages')
         rows.append({'collection': collection, 'file': str(path), 'status': record['status'],
-                     **{k: str(record.get(k, '-')) if known else '-' for k in ('code', 'date', 'queries', 'command')},
-                     'packages': dict(record.get('packages') or {}) if known else {}})
+                     **{k: str(record.get(k, '-')) for k in ('code', 'date', 'queries', 'command')},
+                     'packages': dict(packages) if isinstance(packages, dict) else {}})
     return pd.DataFrame(rows, columns=['collection', 'file', 'status', 'code', 'date', 'queries', 'command',
                                        'packages'])
 
@@ -151,7 +151,7 @@ def _rerankers(frame: pd.DataFrame, rerankers: Optional[Sequence[str]]) -> List[
     present = list(dict.fromkeys(frame.r))
     if rerankers is None:
         sims = sorted((r for r in present if r != 'MiniLM'), key=lambda r: float(r.split('=')[1]))
-        return sims + (['MiniLM'] if 'MiniLM' in present else [])
+        return sims + [r for r in present if r == 'MiniLM']
     return list(rerankers)
 
 

@@ -255,3 +255,196 @@ def test_write_and_read_sidecar_round_trip(tmp_path):
     assert garen.read_sidecar(tmp_path / 'other.csv') == {'status': 'missing'}
     path.write_text('a,b\n1,3\n')
     assert garen.read_sidecar(path)['status'] == 'changed'
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# the ninth mutation run (docs/testing.md): orders, defaults, boundaries and options the tests above left open
+
+from pyterrier_garen import _claims  # noqa: E402
+
+
+def order_table():
+    """Collections given as vaswani, then cranfield; simulated noises 10 and 2 (10 sorts before 2 as text);
+    GAREN+ and the three default baselines at budgets 100 and 200, noise seed 3, on an index that is not 0..n-1.
+
+    R@100 of GAREN+ per (budget 100, 200): sigma=10 (.3, .4), sigma=2 (.5, .6); every baseline .45 / .55.
+    nDCG@10: GAREN+ .5, every baseline .4.
+    """
+    specs = []
+    for collection in ('vaswani', 'cranfield'):
+        for r, (low, high) in (('sigma=10', (.3, .4)), ('sigma=2', (.5, .6))):
+            for budget, recall in ((100, low), (200, high)):
+                specs.append((collection, 'GAREN+', r, 3, 42, budget, .5, recall))
+                specs += [(collection, b, r, 3, 42, budget, .4, recall + .15 if r == 'sigma=10' else .45)
+                          for b in ('GAR', 'SlideGAR', 'RGS')]
+    table = rows(*specs)
+    return table.set_axis(range(1000, 1000 + len(table)), axis=0)
+
+
+def test_rows_follow_the_input_order_on_any_index():
+    table = order_table()
+    mono = analysis.budget_monotonicity(table, ['GAREN+'])
+    # the collections as given (not sorted), each reranker once per collection
+    assert mono.collection.tolist() == ['vaswani', 'vaswani', 'cranfield', 'cranfield']
+    assert mono.reranker.tolist() == ['sigma=10', 'sigma=2', 'sigma=10', 'sigma=2']
+    assert mono.noise_seed.tolist() == [3, 3, 3, 3]
+    assert mono.noise_seed.dtype.kind == 'i'  # printed as 3, not 3.0
+    margins = analysis.baseline_margins(table)  # GAREN+ against GAR, SlideGAR, RGS by default
+    assert list(margins.columns[-2:]) == ['delta:vaswani', 'delta:cranfield']
+    # the rerankers by noise (2 before 10), then the measures
+    assert margins.reranker.tolist() == ['sigma=2', 'sigma=2', 'sigma=10', 'sigma=10'] * 2
+    assert margins.budget.tolist() == [100] * 4 + [200] * 4
+    # sigma=2, budget 100, R@100: .50 - .45; sigma=10, budget 200, R@100: .40 - .55
+    first = margins[(margins.budget == 100) & (margins.reranker == 'sigma=2') & (margins.measure == 'R@100')]
+    assert first.delta.tolist() == pytest.approx([.05])
+    last = margins[(margins.budget == 200) & (margins.reranker == 'sigma=10') & (margins.measure == 'R@100')]
+    assert last.delta.tolist() == pytest.approx([-.15])
+    response = analysis.strength_response(table, weak=10, strong=2)  # GAREN+ by default
+    assert response.collection.tolist() == ['vaswani', 'cranfield']
+    assert response.rise.tolist() == pytest.approx([.2, .2])  # .5 - .3 at budget 100
+    assert response.seeds.tolist() == [1, 1]
+
+
+def test_a_table_without_collection_is_one_unnamed_collection():
+    table = order_table()
+    table = table[table.collection == 'cranfield'].drop(columns='collection')
+    mono = analysis.budget_monotonicity(table, ['GAREN+'])
+    assert mono.collection.tolist() == ['', '']
+    margins = analysis.baseline_margins(table)
+    assert 'delta:' in margins.columns
+    assert analysis.strength_response(table, weak=10, strong=2).collection.tolist() == ['']
+
+
+def test_ties_at_the_tolerance_hold_and_do_not_rise(monkeypatch):
+    # with the tolerance at .25, steps of exactly -.25 are ties: .75 -> .5 never falls, .75 -> .25 falls; a rise of
+    # exactly .25 is no rise, one of .5 is (quarters are exact in binary floating point)
+    monkeypatch.setattr(_claims, 'TOLERANCE', .25)
+    table = rows(('a', 'S', 'sigma=1', 0, 42, 100, 0, .75), ('a', 'S', 'sigma=1', 0, 42, 200, 0, .5),
+                 ('a', 'S', 'sigma=2', 0, 42, 100, 0, .75), ('a', 'S', 'sigma=2', 0, 42, 200, 0, .25))
+    mono = analysis.budget_monotonicity(table, ['S']).set_index('reranker')
+    assert mono.loc['sigma=1', 'never_falls']
+    assert not mono.loc['sigma=2', 'never_falls']
+    margins = rows(('a', 'S', 'MiniLM', None, 42, 100, .5, .5), ('a', 'B', 'MiniLM', None, 42, 100, .75, 1.0))
+    out = analysis.baseline_margins(margins, 'S', ['B']).set_index('measure')
+    assert out.loc['nDCG@10', 'holds']
+    assert not out.loc['R@100', 'holds']
+    response = rows(('a', 'S', 'sigma=2', 0, 42, 100, 0, .25), ('a', 'S', 'sigma=0.25', 0, 42, 100, 0, .5),
+                    ('b', 'S', 'sigma=2', 0, 42, 100, 0, .25), ('b', 'S', 'sigma=0.25', 0, 42, 100, 0, .75))
+    assert analysis.strength_response(response, 'S').rises.tolist() == [False, True]
+
+
+def test_margin_options_and_incomplete_cells():
+    table = order_table()
+    only = analysis.baseline_margins(table, budgets=[200], rerankers=['sigma=10'])
+    assert (only.budget.tolist(), only.reranker.tolist()) == ([200, 200], ['sigma=10', 'sigma=10'])
+    # sigma=2 lacks RGS in cranfield: left out, and sigma=10 after it still counted
+    gap = table[~((table.sigma == 2) & (table.system == 'RGS') & (table.collection == 'cranfield'))]
+    assert analysis.baseline_margins(gap, budgets=[100]).reranker.tolist() == ['sigma=10', 'sigma=10']
+    # no complete cell: no rows, the columns still there
+    none = analysis.baseline_margins(gap, budgets=[100], rerankers=['sigma=2'])
+    assert none.empty
+    assert list(none.columns) == ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds',
+                                  'delta_min', 'delta_max', 'delta:vaswani', 'delta:cranfield']
+    # no seed that every collection has: the seed range is the mean delta itself
+    moved = table.assign(noise_seed=table.noise_seed.where(table.collection == 'vaswani', 4.0))
+    out = analysis.baseline_margins(moved, budgets=[100], rerankers=['sigma=2'])
+    assert out.delta.tolist() == pytest.approx([.1, .05])  # nDCG@10 .5 - .4, R@100 .5 - .45
+    assert out.delta_min.tolist() == out.delta.tolist() == out.delta_max.tolist()
+
+
+def test_response_skips_a_collection_and_goes_on():
+    table = rows(
+        # a: no strong reranker; b: the two strengths on different seeds (nothing paired); c: a rise of .1
+        ('a', 'GAREN+', 'sigma=2', 0, 42, 100, 0, .5),
+        ('b', 'GAREN+', 'sigma=2', 0, 42, 100, 0, .5), ('b', 'GAREN+', 'sigma=0.25', 1, 42, 100, 0, .9),
+        ('c', 'GAREN+', 'sigma=2', 0, 42, 100, 0, .5), ('c', 'GAREN+', 'sigma=0.25', 0, 42, 100, 0, .6))
+    out = analysis.strength_response(table)
+    assert out.collection.tolist() == ['c']
+    assert out.rise.tolist() == pytest.approx([.1])
+
+
+def test_monotonicity_budget_only_a_skipped_row_has():
+    # S has budgets 100 and 200; T only 400 (one budget: no row), so column 400 is all missing, as floats
+    table = rows(('a', 'S', 'sigma=1', 0, 42, 100, 0, .5), ('a', 'S', 'sigma=1', 0, 42, 200, 0, .6),
+                 ('a', 'T', 'sigma=1', 0, 42, 400, 0, .7))
+    out = analysis.budget_monotonicity(table, ['S', 'T'])
+    assert len(out) == 1
+    assert out[400].dtype.kind == 'f'
+    assert math.isnan(out[400].iloc[0])
+
+
+def test_load_sweeps_columns_and_the_first_clash_named(tmp_path):
+    base = rows(('x', 'S', 'sigma=1', 0, 42, 100, .5, .6), ('x', 'S', 'sigma=1', 0, 42, 200, .5, .7))
+    first = write(tmp_path, 'first.csv', base)
+    table = analysis.load_sweeps({'x': first})
+    assert list(table.columns) == list(base.columns.drop('collection')) + ['collection']
+    assert list(table.index) == [0, 1]
+    # both rows clash; the message names the first (budget 100)
+    clash = write(tmp_path, 'clash.csv', base.assign(**{'R@100': [.61, .71]}))
+    with pytest.raises(ValueError, match='budget=100 has different values'):
+        analysis.load_sweeps({'x': [first, clash]})
+
+
+def test_provenance_fields_as_recorded(tmp_path):
+    base = rows(('x', 'S', 'sigma=1', 0, 42, 100, .5, .6))
+    one, two, three = (write(tmp_path, f'{n}.csv', base) for n in ('one', 'two', 'three'))
+    _record(one, code='aaaa1111', command='python one.py', packages='not a mapping')  # no date, no queries
+    _record(two, code='bbbb2222', command='python two.py', packages={'numpy': '2.1'})
+    table = analysis.sweep_provenance({'x': [one, two, three]})
+    assert table.command.tolist() == ['python one.py', 'python two.py', '-']
+    assert table.date.tolist() == ['-', '-', '-']
+    assert table.packages.tolist() == [{}, {'numpy': '2.1'}, {}]
+    empty = analysis.sweep_provenance({})
+    assert list(empty.columns) == ['collection', 'file', 'status', 'code', 'date', 'queries', 'command', 'packages']
+    notes = analysis.provenance_notes(analysis.sweep_provenance({'x': [one, two]}))
+    assert notes[0] == ('the files were written by 2 code versions (aaaa1111, bbbb2222): a difference between them '
+                        'may be the code, not the systems')
+    bare = analysis.provenance_notes(analysis.sweep_provenance({'x': [three, three]}))
+    assert bare == [f'no provenance record beside 2 of 2 files (written by hand or before records existed): '
+                    f'{three}, {three}']
+
+
+def report_table():
+    """One collection; GAREN, GAREN+ and the three baselines at budgets 50, 100 and 200, simulated noises 0.25,
+    0.5 and 2 (noise seed 0).
+
+    GAREN+ R@100 per budget (50, 100, 200): sigma=0.25 (.70, .80, .90), sigma=0.5 (.60, .70, .85), sigma=2
+    (.50, .65, .75); its nDCG@10 falls with the budget at sigma=0.25 only (.9, .8, .7), .5 elsewhere.
+    GAREN equals GAREN+ minus .1 in both; every baseline has R@100 .6 and nDCG@10 .4.
+    """
+    recall = {'sigma=0.25': (.70, .80, .90), 'sigma=0.5': (.60, .70, .85), 'sigma=2': (.50, .65, .75)}
+    specs = []
+    for r, values in recall.items():
+        for budget, rec, ndcg in zip((50, 100, 200), values, (.9, .8, .7) if r == 'sigma=0.25' else (.5,) * 3):
+            specs.append(('a', 'GAREN+', r, 0, 42, budget, ndcg, rec))
+            specs.append(('a', 'GAREN', r, 0, 42, budget, ndcg - .1, rec - .1))
+            specs += [('a', b, r, 0, 42, budget, .4, .6) for b in ('GAR', 'SlideGAR', 'RGS')]
+    return rows(*specs)
+
+
+def test_claims_report_defaults_and_options():
+    table = report_table()
+    report = analysis.claims_report(table)
+    mono, margins, response = report['monotonicity'], report['margins'], report['response']
+    # the default rerankers present: sigma 0.25 and 0.5 (not 2, not the absent sigma=1 and MiniLM)
+    assert sorted(set(mono.reranker)) == ['sigma=0.25', 'sigma=0.5']
+    assert len(mono) == 4
+    assert mono.never_falls.all()
+    assert list(mono.columns[4:7]) == [50, 100, 200]
+    assert margins.budget.tolist() == [100, 100, 100, 100, 200, 200, 200, 200]
+    assert margins.reranker.tolist() == ['sigma=0.25', 'sigma=0.25', 'sigma=0.5', 'sigma=0.5'] * 2
+    # budget 100, sigma 2 -> 0.25: .65 -> .80
+    assert response.rise.tolist() == pytest.approx([.15])
+    falls = analysis.claims_report(table, monotone_measure='nDCG@10')['monotonicity']
+    assert falls.set_index(['system', 'reranker']).never_falls.to_dict() == {
+        ('GAREN+', 'sigma=0.25'): False, ('GAREN', 'sigma=0.25'): False,
+        ('GAREN+', 'sigma=0.5'): True, ('GAREN', 'sigma=0.5'): True}
+    # another budget and strengths: budget 200, sigma 0.5 -> 0.25: .85 -> .90
+    moved = analysis.claims_report(table, budget=200, weak=0.5, strong=0.25)['response']
+    assert moved.rise.tolist() == pytest.approx([.05])
+    # another system: GAREN, budget 100, sigma 2 -> 0.5: .55 -> .60
+    garen = analysis.claims_report(table, 'GAREN', weak=2, strong=0.5, margin_budgets=[50])
+    assert garen['response'].rise.tolist() == pytest.approx([.05])
+    assert garen['margins'].budget.tolist() == [50] * 4
+    # GAREN at budget 50 (nDCG@10, R@100): sigma=0.25 (.9 - .1, .7 - .1), sigma=0.5 (.5 - .1, .6 - .1)
+    assert garen['margins'].value.tolist() == pytest.approx([.8, .6, .4, .5])
