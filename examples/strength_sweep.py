@@ -20,7 +20,8 @@ documents, T below them; --observed-fusion U adds the search's observation order
 artifacts (BM25 index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused.
 A budget of at least the collection's documents warns (--strict: an error). Beside the CSV, OUT.json records the
 command, the code version, the numerics packages and the collection's fingerprint (examples/sweep_verdict.py
-prints them, and says when the CSVs it reads were written by different code).
+prints them, and says when the CSVs it reads were written by different code); OUT.perquery.csv.gz (OUT without
+.csv) holds every query's values, for paired tests across collections (sweep_verdict.py --paired).
 """
 import argparse
 import ast
@@ -119,6 +120,8 @@ def main(argv=None):
         except UserWarning as ex:  # only with --strict
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
+    # the per-query values beside it, for paired tests over collections (examples/sweep_verdict.py --paired)
+    perquery.to_csv(analysis.per_query_path(args.out), index=False, compression={'method': 'gzip', 'mtime': 0})
     label = args.dataset or 'SYNTHETIC collection (not a benchmark)'
     # beside the CSV: the command, code, packages and collection that wrote it (examples/sweep_verdict.py shows it)
     side = garen.write_sidecar(args.out, command=garen.command_line([__file__, *argv]), collection=label,
@@ -148,7 +151,8 @@ def main(argv=None):
             path = args.plot if len(budget_list) == 1 else f'{root}.b{budget}{ext}'
             analysis.sweep_plot_file(table[table.budget == budget], path, title=f'{label}, budget {budget}')
             plots.append(path)
-    print(f'\nwrote {args.out} (its provenance in {side})' + (f' and {" ".join(plots)}' if plots else ''))
+    print(f'\nwrote {args.out} (its provenance in {side}), its per-query values '
+          f'{analysis.per_query_path(args.out)}' + (f' and {" ".join(plots)}' if plots else ''))
 
 
 if __name__ == '__main__':

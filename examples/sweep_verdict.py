@@ -20,6 +20,12 @@ baseline has no rows (a sweep of one system). Values are means over partition se
 came from: the code version, date and query count each one's record (CSV.json, written by strength_sweep.py)
 gives, and a warning when the files were written by different code or package versions, changed after their
 record, or have none. --csv-dir also writes the three tables as CSV. Reads only the CSVs: nothing is run.
+
+--paired also reads the per-query values strength_sweep.py writes beside each CSV (X.perquery.csv.gz; their means
+must give the CSV's values) and adds to table 2 a two-sided p-value for each margin (per query, the system minus
+that cell's best baseline, averaged over the paired noise seeds; the mean over collections tested against zero,
+each collection's queries a stratum: analysis.stratified_paired_test) and a verdict: ahead or behind when
+p < --alpha, else tie.
 """
 import argparse
 import os
@@ -79,11 +85,16 @@ def main(argv=None):
     parser.add_argument('--weak', type=float, default=2.0)
     parser.add_argument('--strong', type=float, default=0.25)
     parser.add_argument('--csv-dir', help='also write monotonicity.csv, margins.csv and response.csv here')
+    parser.add_argument('--paired', action='store_true',
+                        help="table 2 with each margin's p-value and verdict, from the per-query files beside the CSVs")
+    parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
+                        help='significance level of the --paired verdict (default: %(default)s)')
     args = parser.parse_args(argv)
     files = parse_files(args.files)
     try:
         table = analysis.load_sweeps(files)
         provenance = analysis.sweep_provenance(files)
+        perquery = analysis.load_per_query(files) if args.paired else None
     except (OSError, ValueError) as ex:
         raise SystemExit(f'error: {ex}') from ex
     present = set(table.system)
@@ -94,7 +105,8 @@ def main(argv=None):
     report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
                                     monotone_measure=args.monotone_measure,
                                     margin_budgets=args.margin_budgets, rerankers=args.rerankers,
-                                    budget=args.response_budget, weak=args.weak, strong=args.strong)
+                                    budget=args.response_budget, weak=args.weak, strong=args.strong,
+                                    perquery=perquery, alpha=args.alpha)
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
 
@@ -115,7 +127,10 @@ def main(argv=None):
     else:
         per = [c for c in margins.columns if c.startswith('delta:')]
         print(markdown(signed(margins, ['delta', 'delta_min', 'delta_max', *per])))
-        print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold\n')
+        print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold' +
+              ('' if perquery is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
+                                                          ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}') +
+              '\n')
 
     response = report['response']
     print(f'**3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}**\n')

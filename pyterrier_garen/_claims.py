@@ -7,6 +7,8 @@ docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
 * :func:`budget_monotonicity`: does a measure (R@100) never fall as the budget grows?
 * :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
 * :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
+* :func:`load_per_query` and :func:`stratified_paired_test`: the per-query values ``strength_sweep.py`` writes beside
+  each CSV, so that :func:`baseline_margins` can say whether a margin is more than the queries' noise (``p``).
 * :func:`sweep_provenance`: which code, packages and command wrote each CSV (the record
   ``examples/strength_sweep.py`` writes beside it), so that a verdict never silently mixes code versions.
 
@@ -26,10 +28,13 @@ import pandas as pd
 from ._sweep import KEYS, MEASURES, _config_key
 
 __all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report',
-           'sweep_provenance', 'provenance_notes', 'TOLERANCE']
+           'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
+           'stratified_paired_test', 'ALPHA']
 
 #: Differences smaller than this count as ties (two means of the same numbers summed in another order).
 TOLERANCE = 1e-9
+#: Significance level of :func:`baseline_margins`' verdict: a margin with ``p`` at or above it is a tie.
+ALPHA = 0.05
 _KEYS = KEYS
 _MEASURES = MEASURES
 
@@ -73,6 +78,73 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
                          f'{row.noise_seed} budget={row.budget} has different values in {", ".join(files_)}; '
                          'give each collection one run of every configuration')
     return table.drop(columns='file').reset_index(drop=True)
+
+
+def per_query_path(path: Union[str, Path]) -> Path:
+    """Where ``strength_sweep.py`` writes the per-query values of the sweep CSV ``path``: ``X.csv`` ->
+    ``X.perquery.csv.gz`` (gzip without a time stamp, so a rerun writes the same bytes)."""
+    path = Path(path)
+    stem = path.name[:-len('.csv')] if path.name.endswith('.csv') else path.name
+    return path.with_name(stem + '.perquery.csv.gz')
+
+
+def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]) -> pd.DataFrame:
+    """The per-query rows beside sweep CSVs (:func:`per_query_path`), as one table with a ``collection`` column.
+
+    Each file is checked against its CSV: the mean over its queries of every row must give the CSV's value
+    (to ``1e-9``), so a per-query file from another run is refused rather than tested.
+
+    Raises:
+        FileNotFoundError: for a CSV without its per-query file (sweeps from before it was written: rerun the
+            command in the CSV's record, ``CSV.json``; the CSV comes out the same).
+        ValueError: for a per-query file whose means differ from its CSV.
+    """
+    frames = []
+    for collection, path in _paths(files):
+        side = per_query_path(path)
+        if not side.is_file():
+            raise FileNotFoundError(f'no per-query values at {side} for {path} (collection {collection!r}): '
+                                    'examples/strength_sweep.py writes them beside its CSV; rerun the command in '
+                                    f'{path}.json')
+        rows = pd.read_csv(side)
+        means = rows.groupby(_KEYS, dropna=False)[list(_MEASURES)].mean().reset_index()
+        table = pd.read_csv(path)
+        both = table.merge(means, on=_KEYS, how='outer', suffixes=('', '_q'), indicator=True)
+        off = (both._merge != 'both') | np.any([~np.isclose(both[m], both[f'{m}_q'], rtol=0, atol=1e-9)
+                                                for m in _MEASURES], axis=0)
+        if off.any():
+            row = both[off].iloc[0]
+            raise ValueError(f'{side} does not match {path}: {row.system} {row.reranker} sigma={row.sigma} '
+                             f'noise_seed={row.noise_seed} budget={row.budget} differs or is missing ({int(off.sum())} '
+                             'rows); rerun the sweep so that both come from one run')
+        frames.append(rows.assign(collection=collection))
+    if not frames:
+        raise ValueError('no sweep CSVs given: pass {collection: path}')
+    keys = ['collection'] + _KEYS + ['qid']
+    return pd.concat(frames, ignore_index=True).drop_duplicates(keys)
+
+
+def stratified_paired_test(deltas: Sequence[Sequence[float]]) -> float:
+    """Two-sided p-value that the mean over collections of the mean paired difference is zero.
+
+    ``deltas`` holds, per collection, one paired difference per query (system minus baseline). The statistic is
+    ``D = mean_c mean(d_c)`` with standard error ``sqrt(sum_c s_c^2 / n_c) / C`` (``s_c`` the sample standard
+    deviation of collection ``c``'s ``n_c`` differences) and Welch-Satterthwaite degrees of freedom; with one
+    collection it is the paired t-test. A collection with fewer than two queries gives NaN; no spread at all gives
+    1.0 when ``D`` is 0, else 0.0.
+    """
+    from scipy.stats import t as student
+    arrays = [np.asarray(d, dtype=float) for d in deltas]
+    if not arrays or any(len(a) < 2 for a in arrays):
+        return float('nan')
+    count = len(arrays)
+    mean = sum(a.mean() for a in arrays) / count
+    parts = [a.var(ddof=1) / len(a) / count ** 2 for a in arrays]
+    spread = float(np.sqrt(sum(parts)))
+    if spread == 0:
+        return 1.0 if abs(mean) <= TOLERANCE else 0.0
+    dof = sum(parts) ** 2 / sum(v ** 2 / (len(a) - 1) for v, a in zip(parts, arrays) if v > 0)
+    return float(2 * student.sf(abs(mean) / spread, dof))
 
 
 def _paths(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]):
@@ -138,13 +210,14 @@ def provenance_notes(provenance: pd.DataFrame) -> List[str]:
     return notes
 
 
-def _prepared(table: pd.DataFrame) -> pd.DataFrame:
-    """Rows averaged over partition seeds, with the reranker label ``r`` and a noise seed that is never NaN."""
+def _prepared(table: pd.DataFrame, keys: Sequence[str] = ()) -> pd.DataFrame:
+    """Rows averaged over partition seeds, with the reranker label ``r`` and a noise seed that is never NaN
+    (``keys``: further columns kept apart, e.g. ``qid``)."""
     if 'collection' not in table.columns:
         table = table.assign(collection='')
     frame = table.assign(r=_label(table), seed=table.noise_seed.fillna(-1).astype(int))
-    return frame.groupby(['collection', 'system', 'r', 'seed', 'budget'], sort=False)[list(_MEASURES)].mean() \
-        .reset_index()
+    return frame.groupby(['collection', 'system', 'r', 'seed', 'budget', *keys], sort=False)[list(_MEASURES)] \
+        .mean().reset_index()
 
 
 def _rerankers(frame: pd.DataFrame, rerankers: Optional[Sequence[str]]) -> List[str]:
@@ -189,7 +262,8 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
 
 def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'),
                      *, budgets: Optional[Sequence[int]] = None, rerankers: Optional[Sequence[str]] = None,
-                     measures: Sequence[str] = _MEASURES) -> pd.DataFrame:
+                     measures: Sequence[str] = _MEASURES, perquery: Optional[pd.DataFrame] = None,
+                     alpha: float = ALPHA) -> pd.DataFrame:
     """``system`` against the best of ``baselines``, on the mean over collections, per budget, reranker and measure.
 
     In each collection a system's value is its mean over the noise seeds that ``system`` has there (the baselines
@@ -201,9 +275,13 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         ``budget, reranker, measure, best`` (the best baseline's name), ``best_value``, ``value`` (the system's),
         ``delta`` (value - best_value), ``holds`` (delta at least ``-TOLERANCE``), ``delta_min`` / ``delta_max`` (the
         delta per noise seed, over the seeds every collection has; equal to ``delta`` with one seed or MiniLM) and
-        per collection ``delta:<collection>``: the system minus the best baseline *of that collection*.
+        per collection ``delta:<collection>``: the system minus the best baseline *of that collection*. With
+        ``perquery`` (:func:`load_per_query`), also ``p`` (:func:`stratified_paired_test` of the system against
+        that best baseline: per query, the difference averaged over the paired noise seeds) and ``verdict``:
+        ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'``.
     """
     frame = _prepared(table)
+    queries = _prepared(perquery, ['qid']) if perquery is not None else None
     baselines = list(baselines)
     collections = list(dict.fromkeys(frame.collection))
     frame = frame[frame.system.isin([system] + baselines)]
@@ -233,10 +311,27 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                 for collection in collections:
                     theirs = per.loc[collection].loc[baselines, measure].max()
                     row[f'delta:{collection}'] = float(per.loc[(collection, system), measure] - theirs)
+                if queries is not None:
+                    p = stratified_paired_test(_paired_deltas(queries, budget, r, system, best, ours, measure,
+                                                              collections))
+                    row['p'] = p
+                    row['verdict'] = 'tie' if not p < alpha else 'ahead' if delta > 0 else 'behind'
                 rows.append(row)
     columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
-               'delta_max', *(f'delta:{c}' for c in collections)]
+               'delta_max', *(f'delta:{c}' for c in collections), *(['p', 'verdict'] if queries is not None else [])]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _paired_deltas(queries: pd.DataFrame, budget: int, r: str, system: str, best: str, ours: pd.DataFrame,
+                   measure: str, collections: Sequence[str]) -> List[np.ndarray]:
+    """Per collection, the per-query ``system - best`` of ``measure``, averaged over the system's noise seeds."""
+    cell = queries[(queries.budget == budget) & (queries.r == r)].merge(ours, on=['collection', 'seed'])
+    wide = cell[cell.system.isin([system, best])].pivot_table(index=['collection', 'seed', 'qid'], columns='system',
+                                                               values=measure)
+    if system not in wide.columns or best not in wide.columns:
+        return []
+    diff = (wide[system] - wide[best]).dropna().groupby(level=['collection', 'qid']).mean()
+    return [diff.loc[c].to_numpy() for c in collections if c in diff.index.get_level_values(0)]
 
 
 def strength_response(table: pd.DataFrame, system: str = 'GAREN+', *, budget: int = 100, weak: float = 2.0,
@@ -272,11 +367,14 @@ def claims_report(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequen
                   *, monotone: Sequence[str] = ('GAREN', 'GAREN+'), monotone_measure: str = 'R@100',
                   margin_budgets: Sequence[int] = (100, 200),
                   rerankers: Sequence[str] = ('sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'),
-                  budget: int = 100, weak: float = 2.0, strong: float = 0.25) -> Dict[str, pd.DataFrame]:
+                  budget: int = 100, weak: float = 2.0, strong: float = 0.25,
+                  perquery: Optional[pd.DataFrame] = None, alpha: float = ALPHA) -> Dict[str, pd.DataFrame]:
     """The three claims at once, as :func:`budget_monotonicity`, :func:`baseline_margins` and
-    :func:`strength_response` give them: ``{'monotonicity': ..., 'margins': ..., 'response': ...}``."""
+    :func:`strength_response` give them: ``{'monotonicity': ..., 'margins': ..., 'response': ...}`` (``perquery``:
+    the margins' ``p`` and ``verdict``, :func:`baseline_margins`)."""
     present = set(_label(table))
     chosen = [r for r in rerankers if r in present]
     return {'monotonicity': budget_monotonicity(table, monotone, measure=monotone_measure, rerankers=chosen),
-            'margins': baseline_margins(table, system, baselines, budgets=margin_budgets, rerankers=chosen),
+            'margins': baseline_margins(table, system, baselines, budgets=margin_budgets, rerankers=chosen,
+                                        perquery=perquery, alpha=alpha),
             'response': strength_response(table, system, budget=budget, weak=weak, strong=strong)}

@@ -416,6 +416,7 @@ class GAREN(WindowSearch):
                  dropped_vote: float = 1.0,
                  vote_weight: float = 0.0,
                  frontier: float = 0.0,
+                 first_stage_floor: float = 0.0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -488,6 +489,13 @@ class GAREN(WindowSearch):
                 earlier expansion documents entered the kept top ``h`` (:func:`source_share`, frontier against
                 groups), as ``adaptive_interleave`` does for the first stage (which then weighs itself against the
                 groups and the frontier together). A document both sources offer counts as the frontier's.
+            first_stage_floor: (beyond the paper; 0 = off; with ``adaptive_interleave`` only) the least share of
+                every expansion's slots that goes to the first stage, whatever the verdicts: the share is
+                ``max(first_stage_floor,`` :func:`source_share` ``)``. A guard for a reranker whose verdicts favour
+                the groups because it shares their embedding space (a bi-encoder over the graph's own vectors), so
+                that its agreement with the navigator cannot starve the first stage's head. The trace then records
+                the share the verdicts gave as ``first_stage_verdict`` beside the ``first_stage_share`` used. Slots
+                are whole (:func:`mix`): with ``w - h = 10`` a floor of .55 and one of .6 both give 6 slots.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -521,6 +529,7 @@ class GAREN(WindowSearch):
         self.dropped_vote = dropped_vote
         self.vote_weight = vote_weight
         self.frontier = frontier
+        self.first_stage_floor = first_stage_floor
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
@@ -546,6 +555,11 @@ class GAREN(WindowSearch):
                      note='0 = off, else the first expansion\'s first-stage share')
         check_number('frontier', frontier, low=0, high=1, high_open=True,
                      note='0 = off, else the k-NN frontier\'s share of the first expansion\'s non-first-stage slots')
+        check_number('first_stage_floor', first_stage_floor, low=0, high=1, high_open=True,
+                     note="0 = off, else the least first-stage share of an expansion's slots")
+        if first_stage_floor and not adaptive_interleave:
+            raise ValueError(f'first_stage_floor={first_stage_floor} needs adaptive_interleave (the share it bounds '
+                             f'from below); pass adaptive_interleave=0.5, or interleave=N for a fixed share')
         if adaptive_interleave and interleave:
             raise ValueError(f'adaptive_interleave={adaptive_interleave} sets the first stage\'s share of the slots '
                              f'itself; it cannot be combined with interleave={interleave}: pass one of them')
@@ -635,7 +649,8 @@ class GAREN(WindowSearch):
         taken = set(picked)
         if self.interleave or share is not None:
             head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
-            mixed = interleave(picked, head, n, self.interleave) if share is None else mix(picked, head, n, share)
+            mixed = (interleave(picked, head, n, self.interleave) if share is None else
+                     mix(picked, head, n, max(share, self.first_stage_floor)))
             picked = [d for d in mixed if d in taken]
             expansion = state.backfill(mixed, n)
         else:
@@ -650,7 +665,9 @@ class GAREN(WindowSearch):
         if evidence:
             event['evidence'] = evidence
         if share is not None:
-            event['first_stage_share'] = share
+            event['first_stage_share'] = max(share, self.first_stage_floor)
+            if self.first_stage_floor:
+                event['first_stage_verdict'] = share
         if near_share is not None:
             event['frontier'] = [d for d in expansion if d in near]
             event['frontier_share'] = near_share

@@ -156,6 +156,32 @@ def test_adaptive_interleave_in_garen():
             run(adaptive_interleave=bad)
 
 
+def test_first_stage_floor_in_garen():
+    # floor 3/4 above every share: t=1 max(1/2, 3/4) = 3/4 of the two slots is both (round(1.5) = 2): a5 a6, which
+    # the reranker drops (score 0 < a3's 8); t=2 the verdicts give (0+1)/(2+2) = 1/4 vs (0+1)/(0+2) = 1/2 -> share
+    # 1/3, lifted to 3/4: a7 a8; t=3 the first stage is dry (a1-a8 observed), so the groups fill both slots
+    garen, windows, _ = run(adaptive_interleave=0.5, first_stage_floor=0.75)
+    assert windows[:3] == [['a1', 'a2', 'a3', 'a4'], ['a1', 'a3', 'a5', 'a6'], ['a1', 'a3', 'a7', 'a8']]
+    assert not set(windows[3][2:]) & set(R0)
+    shares = [step.get('first_stage_share') for step in garen.last_trace]
+    assert shares == pytest.approx([3 / 4, 3 / 4, 3 / 4, None])
+    assert [step.get('first_stage_verdict') for step in garen.last_trace] == pytest.approx([1 / 2, 1 / 3, 1 / 4, None])
+    # a floor below every share (1/2, 1/3, 1/3: test_adaptive_interleave_in_garen) changes nothing
+    garen, windows, _ = run(adaptive_interleave=0.5, first_stage_floor=0.3)
+    assert windows[1:3] == [['a1', 'a3', 'a5', 'y1'], ['a1', 'y1', 'y2', 'a6']]
+    assert [step.get('first_stage_share') for step in garen.last_trace] == pytest.approx([1 / 2, 1 / 3, 1 / 3, None])
+    # between the shares: 1/2 stays, 1/3 is lifted to 0.4 (round(0.8) = 1 slot of 2, as with 1/3: same windows)
+    garen, windows, _ = run(adaptive_interleave=0.5, first_stage_floor=0.4)
+    assert windows[1:3] == [['a1', 'a3', 'a5', 'y1'], ['a1', 'y1', 'y2', 'a6']]
+    assert [step.get('first_stage_share') for step in garen.last_trace] == pytest.approx([1 / 2, .4, .4, None])
+    assert 'first_stage_floor=0.4' in repr(garen)
+    with pytest.raises(ValueError, match='first_stage_floor=0.5 needs adaptive_interleave'):
+        run(first_stage_floor=0.5)
+    for bad in (1, 1.5, -0.1, True):
+        with pytest.raises(ValueError, match='first_stage_floor'):
+            run(adaptive_interleave=0.5, first_stage_floor=bad)
+
+
 @pytest.mark.parametrize('prior', [0.2, 0.7])
 def test_adaptive_shares_recomputed_from_the_trace_by_the_odds_formula(prior):
     """Longer searches on a random toy graph, a prior other than 1/2: every share of every query equals the prior's

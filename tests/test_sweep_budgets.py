@@ -84,7 +84,11 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     assert (record['documents'], record['queries'], record['file']) == (160, perquery.qid.nunique(), 'b.csv')
     assert 'numpy' in record['packages']
     printed = capsys.readouterr().out
-    assert f'(its provenance in {out}.json)' in printed
+    assert f'(its provenance in {out}.json), its per-query values {tmp_path / "b.perquery.csv.gz"}' in printed
+    # and every query's values, whose means are the CSV's (what sweep_verdict.py --paired tests)
+    per = pd.read_csv(tmp_path / 'b.perquery.csv.gz')
+    pd.testing.assert_frame_equal(per, perquery.astype({'qid': per.qid.dtype}), check_dtype=False)
+    assert analysis.load_per_query({'c': out}).collection.unique().tolist() == ['c']
     # --fusion alone is GAREN+'s stage, and the line says so
     assert ('first-stage fusion 0.1 for every system, below the top 10 first-stage fusion 0.5, below the top 10 '
             'observation-order fusion 3;') in printed

@@ -1,0 +1,156 @@
+"""Paired tests of issue 16's margins (``analysis.stratified_paired_test``, ``baseline_margins(perquery=...)``,
+``load_per_query``, ``sweep_verdict.py --paired``), pinned by hand.
+
+The statistic and its degrees of freedom are worked out in the comments; only Student's t distribution function comes
+from scipy (and, for one collection, scipy's own one-sample t-test as an independent route).
+"""
+import math
+
+import pandas as pd
+import pytest
+from scipy import stats
+
+from pyterrier_garen import analysis
+
+from _scripts import load_script
+
+
+def test_one_collection_is_the_paired_t_test():
+    deltas = [1., 2., 3., 6.]
+    # mean 3, sample variance (4 + 1 + 0 + 9) / 3 = 14/3, standard error sqrt(14/3 / 4), t = 3 / 1.0801 = 2.7775, 3 dof
+    t = 3 / math.sqrt(14 / 3 / 4)
+    assert analysis.stratified_paired_test([deltas]) == pytest.approx(2 * stats.t.sf(t, 3))
+    assert analysis.stratified_paired_test([deltas]) == pytest.approx(stats.ttest_1samp(deltas, 0).pvalue)
+
+
+def test_two_collections_by_hand():
+    # a: mean 2, variance 1; b: mean 0, variance 1; D = (2 + 0) / 2 = 1, not the pooled mean of the six (also 1 here)
+    # SE = sqrt(1/3 + 1/3) / 2 = sqrt(2/3) / 2, t = sqrt(6); Welch-Satterthwaite: (1/12 + 1/12)^2 / (2 (1/12)^2 / 2) = 4
+    assert analysis.stratified_paired_test([[1, 2, 3], [-1, 0, 1]]) == pytest.approx(2 * stats.t.sf(math.sqrt(6), 4))
+    # unequal sizes: a = [0, 2] (mean 1, variance 2), b = [1, 1, 1, 1] (mean 1, no spread): D = 1, the pooled mean of
+    # the six would be 1 too, but b adds nothing to the error: SE = sqrt(2/2) / 2 = .5, t = 2, dof = 1 (a alone):
+    # Student's t with one degree of freedom is Cauchy, p = 1 - 2 atan(2) / pi = .2952
+    assert analysis.stratified_paired_test([[0, 2], [1, 1, 1, 1]]) == pytest.approx(1 - 2 * math.atan(2) / math.pi)
+    # the collections weigh alike whatever their sizes: a = [3, 5] (mean 4) and b = eight zeros around 0 (mean 0):
+    # D = 2, where the pooled mean of the ten would be .8; SE^2 = (2/2)/4 + (var_b/8)/4
+    b = [1, -1] * 4  # mean 0, sample variance 8/7
+    se = math.sqrt((2 / 2 + 8 / 7 / 8) / 4)
+    parts = (2 / 2 / 4, 8 / 7 / 8 / 4)
+    dof = sum(parts) ** 2 / (parts[0] ** 2 / 1 + parts[1] ** 2 / 7)
+    assert analysis.stratified_paired_test([[3, 5], b]) == pytest.approx(2 * stats.t.sf(2 / se, dof))
+
+
+def test_edges():
+    assert math.isnan(analysis.stratified_paired_test([]))
+    assert math.isnan(analysis.stratified_paired_test([[1, 2], [3]]))  # one query: no variance
+    assert analysis.stratified_paired_test([[0, 0], [0, 0, 0]]) == 1.0  # nothing differs
+    assert analysis.stratified_paired_test([[.5, .5], [.5, .5]]) == 0.0  # every query better by the same amount
+
+
+def per_query_rows():
+    """S and B on collections a (3 queries) and b (2), sigma 1, noise seeds 0 and 1, budget 100, partition 42."""
+    values = {  # (collection, system, seed): nDCG@10 per query; R@100 is nDCG@10 / 2 for S, the same for B
+        ('a', 'S', 0): [.5, .6, .7], ('a', 'B', 0): [.4, .6, .5],
+        ('a', 'S', 1): [.5, .8, .7], ('a', 'B', 1): [.4, .6, .9],
+        ('b', 'S', 0): [.3, .9], ('b', 'B', 0): [.2, .8],
+        ('b', 'S', 1): [.3, .7], ('b', 'B', 1): [.2, .8],
+    }
+    out = []
+    for (collection, system, seed), ndcg in values.items():
+        for q, v in enumerate(ndcg):
+            out.append({'collection': collection, 'system': system, 'reranker': 'simulated', 'sigma': 1.0,
+                        'noise_seed': float(seed), 'partition_seed': 42, 'budget': 100, 'qid': f'q{q}',
+                        'nDCG@10': v, 'R@100': v / 2 if system == 'S' else v})
+    return pd.DataFrame(out)
+
+
+def means(perquery):
+    keys = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'partition_seed', 'budget']
+    return perquery.groupby(keys, dropna=False)[['nDCG@10', 'R@100']].mean().reset_index()
+
+
+def test_margins_with_per_query_values_by_hand():
+    perquery = per_query_rows()
+    out = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery)
+    ndcg, recall = (out[out.measure == m].iloc[0] for m in ('nDCG@10', 'R@100'))
+    # per query, S - B averaged over the two seeds: a: (.1 + .1) / 2 = .1, (0 + .2) / 2 = .1, (.2 - .2) / 2 = 0;
+    # b: (.1 + .1) / 2 = .1, (.1 - .1) / 2 = 0; D = (.0667 + .05) / 2 = .0583 = the table's delta
+    assert ndcg.delta == pytest.approx((.2 / 3 + .05) / 2)
+    assert ndcg.p == pytest.approx(analysis.stratified_paired_test([[.1, .1, 0], [.1, 0]]))
+    assert ndcg.p > .05
+    assert ndcg.verdict == 'tie'
+    # R@100: S is half of its nDCG@10, B its own: per query a: (.25-.4 + .25-.4)/2 = -.15, (.3-.6 + .4-.6)/2 = -.25,
+    # (.35-.5 + .35-.9)/2 = -.35; b: (.15-.2 + .15-.2)/2 = -.05, (.45-.8 + .35-.8)/2 = -.4
+    assert recall.delta == pytest.approx((-.25 + -.225) / 2)
+    assert recall.p == pytest.approx(analysis.stratified_paired_test([[-.15, -.25, -.35], [-.05, -.4]]))
+    assert recall.verdict == 'tie'  # p .197: five queries do not show the gap at .05
+    # a lenient level turns the nDCG@10 tie (p .198) into a lead and the R@100 tie into a loss
+    lenient = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery, alpha=.2)
+    assert lenient.verdict.tolist() == ['ahead', 'behind']
+    assert analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery, alpha=.01).verdict.tolist() == \
+        ['tie', 'tie']
+    # without per-query values the table has no p column (the committed verdict blocks stay as they were)
+    assert 'p' not in analysis.baseline_margins(means(perquery), 'S', ['B']).columns
+
+
+def test_margins_pair_only_the_systems_seeds():
+    perquery = per_query_rows()
+    extra = perquery[(perquery.system == 'B') & (perquery.noise_seed == 1)].assign(noise_seed=2.0, **{'nDCG@10': 0.})
+    both = pd.concat([perquery[~((perquery.system == 'S') & (perquery.noise_seed == 1))], extra], ignore_index=True)
+    out = analysis.baseline_margins(means(both), 'S', ['B'], perquery=both)
+    # S has seed 0 only, so B's seeds 1 and 2 do not count: per query a: .1, 0, .2; b: .1, .1
+    assert out.iloc[0].p == pytest.approx(analysis.stratified_paired_test([[.1, 0, .2], [.1, .1]]))
+
+
+def write_sweep(tmp_path, name, perquery):
+    table = means(perquery).drop(columns='collection')
+    path = tmp_path / f'{name}.csv'
+    table.to_csv(path, index=False)
+    perquery.drop(columns='collection').to_csv(analysis.per_query_path(path), index=False,
+                                               compression={'method': 'gzip', 'mtime': 0})
+    return path
+
+
+def test_load_per_query_checks_its_csv(tmp_path):
+    assert analysis.per_query_path('x/a.csv').as_posix() == 'x/a.perquery.csv.gz'
+    perquery = per_query_rows()
+    a = write_sweep(tmp_path, 'a', perquery[perquery.collection == 'a'])
+    b = write_sweep(tmp_path, 'b', perquery[perquery.collection == 'b'])
+    loaded = analysis.load_per_query({'a': a, 'b': [b]})
+    assert len(loaded) == len(perquery)
+    assert loaded.groupby('collection').qid.nunique().to_dict() == {'a': 3, 'b': 2}
+    # a per-query file of another run: its means no longer give the CSV's values
+    other = perquery[perquery.collection == 'a'].copy()
+    other.loc[other.index[0], 'R@100'] += .3
+    other.drop(columns='collection').to_csv(analysis.per_query_path(a), index=False, compression='gzip')
+    with pytest.raises(ValueError, match=r'a\.perquery\.csv\.gz does not match .*a\.csv: S simulated sigma=1\.0 '
+                                         r'noise_seed=0\.0 budget=100 differs or is missing \(1 rows\)'):
+        analysis.load_per_query({'a': a})
+    analysis.per_query_path(b).unlink()
+    with pytest.raises(FileNotFoundError, match=r"no per-query values at .*b\.perquery\.csv\.gz for .*b\.csv "
+                                                r"\(collection 'b'\): .*rerun the command in .*b\.csv\.json"):
+        analysis.load_per_query({'b': b})
+
+
+def test_sweep_verdict_paired(tmp_path, capsys):
+    script = load_script('examples/sweep_verdict.py')
+    perquery = per_query_rows()
+    a = write_sweep(tmp_path, 'a', perquery[perquery.collection == 'a'])
+    b = write_sweep(tmp_path, 'b', perquery[perquery.collection == 'b'])
+    common = [f'a={a}', f'b={b}', '--system', 'S', '--baselines', 'B', '--rerankers', 'sigma=1']
+    script.main(common)
+    plain = capsys.readouterr().out
+    assert '| p | verdict |' not in plain
+    assert ' at p < ' not in plain
+    script.main(common + ['--paired'])
+    text = capsys.readouterr().out
+    p = analysis.stratified_paired_test([[.1, .1, 0], [.1, 0]])
+    # S: a (.6 + .6667) / 2, b (.6 + .5) / 2 -> .5917; B: a (.5 + .6333) / 2, b .5 -> .5333; per seed .1 and .0167
+    assert ('| 100 | sigma=1 | nDCG@10 | B | 0.5333 | 0.5917 | +0.0583 | yes | +0.0167 | +0.1000 | +0.0667 | '
+            f'+0.0500 | {p:.4f} | tie |') in text
+    assert '1 of 2 cells hold; 0 ahead, 2 tie, 0 behind at p < 0.05' in text
+    script.main(common + ['--paired', '--alpha', '0.2'])
+    assert '1 of 2 cells hold; 1 ahead, 0 tie, 1 behind at p < 0.2' in capsys.readouterr().out
+    analysis.per_query_path(b).unlink()
+    with pytest.raises(SystemExit, match='no per-query values at'):
+        script.main(common + ['--paired'])
