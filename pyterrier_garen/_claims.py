@@ -143,7 +143,7 @@ def stratified_paired_test(deltas: Sequence[Sequence[float]]) -> float:
     spread = float(np.sqrt(sum(parts)))
     if spread == 0:
         return 1.0 if abs(mean) <= TOLERANCE else 0.0
-    dof = sum(parts) ** 2 / sum(v ** 2 / (len(a) - 1) for v, a in zip(parts, arrays) if v > 0)
+    dof = sum(parts) ** 2 / sum(v ** 2 / (len(a) - 1) for v, a in zip(parts, arrays))
     return float(2 * student.sf(abs(mean) / spread, dof))
 
 
@@ -278,7 +278,8 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         per collection ``delta:<collection>``: the system minus the best baseline *of that collection*. With
         ``perquery`` (:func:`load_per_query`), also ``p`` (:func:`stratified_paired_test` of the system against
         that best baseline: per query, the difference averaged over the paired noise seeds) and ``verdict``:
-        ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'``.
+        ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN: the per-query
+        rows lack one of the two systems, or a collection has fewer than two queries).
     """
     frame = _prepared(table)
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
@@ -315,7 +316,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                     p = stratified_paired_test(_paired_deltas(queries, budget, r, system, best, ours, measure,
                                                               collections))
                     row['p'] = p
-                    row['verdict'] = 'tie' if not p < alpha else 'ahead' if delta > 0 else 'behind'
+                    row['verdict'] = '-' if p != p else 'tie' if p >= alpha else 'ahead' if delta > 0 else 'behind'
                 rows.append(row)
     columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
                'delta_max', *(f'delta:{c}' for c in collections), *(['p', 'verdict'] if queries is not None else [])]

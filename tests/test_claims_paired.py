@@ -154,3 +154,57 @@ def test_sweep_verdict_paired(tmp_path, capsys):
     analysis.per_query_path(b).unlink()
     with pytest.raises(SystemExit, match='no per-query values at'):
         script.main(common + ['--paired'])
+
+
+# the mutation run of session 16 (docs/testing.md, "The tenth run"): what the tests above left open
+
+
+def test_a_per_query_cell_of_another_budget_or_reranker_does_not_count():
+    perquery = per_query_rows()
+    apart = {'nDCG@10': (perquery.system == 'B').astype(float)}  # S 0, B 1: a difference of its own
+    noise = [perquery.assign(budget=200, **apart),  # same reranker, other budget
+             perquery.assign(sigma=.5, **apart)]  # same budget, other reranker
+    both = pd.concat([perquery, *noise], ignore_index=True)
+    out = analysis.baseline_margins(means(both), 'S', ['B'], perquery=both, budgets=[100], rerankers=['sigma=1'])
+    assert out.iloc[0].p == pytest.approx(analysis.stratified_paired_test([[.1, .1, 0], [.1, 0]]))
+
+
+def test_verdict_at_the_level_and_without_a_baseline(monkeypatch):
+    perquery = per_query_rows()
+    p = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery).p.iloc[0]
+    at = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery, alpha=p)
+    assert at.verdict.iloc[0] == 'tie'  # p equal to the level is no evidence
+    assert analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery,
+                                     alpha=p * (1 + 1e-9)).verdict.iloc[0] == 'ahead'
+    # per-query rows without the baseline: no test, and no verdict either way
+    alone = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery[perquery.system == 'S'])
+    assert alone.p.isna().all()
+    assert alone.verdict.tolist() == ['-', '-']
+    # a mean difference at exactly the tolerance with no spread is a tie (the tolerance made exact: .25)
+    monkeypatch.setattr('pyterrier_garen._claims.TOLERANCE', .25)
+    assert analysis.stratified_paired_test([[.25, .25], [.25, .25]]) == 1.0
+    assert analysis.stratified_paired_test([[.5, .5], [.5, .5]]) == 0.0
+
+
+def test_load_per_query_minilm_rows_missing_rows_and_small_differences(tmp_path):
+    assert analysis.per_query_path('x/b.table').as_posix() == 'x/b.table.perquery.csv.gz'  # no .csv to drop
+    perquery = per_query_rows()
+    minilm = perquery[perquery.noise_seed == 0].assign(reranker='MiniLM', sigma=math.nan, noise_seed=math.nan)
+    rows = pd.concat([perquery, minilm], ignore_index=True)
+    a = write_sweep(tmp_path, 'a', rows[rows.collection == 'a'])
+    loaded = analysis.load_per_query({'a': a})  # MiniLM rows (no sigma, no seed) are matched too
+    assert (loaded.reranker == 'MiniLM').sum() == 6
+    ours = analysis.baseline_margins(means(rows), 'S', ['B'], perquery=rows, rerankers=['MiniLM'])
+    assert ours.iloc[0].p == pytest.approx(analysis.stratified_paired_test([[.1, 0, .2], [.1, .1]]))
+    # a configuration the CSV has and the per-query file lacks
+    side = analysis.per_query_path(a)
+    part = rows[(rows.collection == 'a') & ~((rows.system == 'B') & (rows.noise_seed == 1))]
+    part.drop(columns='collection').to_csv(side, index=False, compression='gzip')
+    with pytest.raises(ValueError, match=r'B simulated sigma=1\.0 noise_seed=1\.0 budget=100 differs or is missing'):
+        analysis.load_per_query({'a': a})
+    # a mean that moves by 5e-9 (1.5e-8 on one of three queries): more than the check's 1e-9
+    moved = rows[rows.collection == 'a'].copy()
+    moved.loc[moved.index[0], 'nDCG@10'] += 1.5e-8
+    moved.drop(columns='collection').to_csv(side, index=False, compression='gzip')
+    with pytest.raises(ValueError, match='does not match'):
+        analysis.load_per_query({'a': a})
