@@ -106,7 +106,7 @@ def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path
             raise FileNotFoundError(f'no per-query values at {side} for {path} (collection {collection!r}): '
                                     'examples/strength_sweep.py writes them beside its CSV; rerun the command in '
                                     f'{path}.json')
-        rows = pd.read_csv(side)
+        rows = pd.read_csv(side, dtype={'qid': str})  # '007' stays '007'
         means = rows.groupby(_KEYS, dropna=False)[list(_MEASURES)].mean().reset_index()
         table = pd.read_csv(path)
         both = table.merge(means, on=_KEYS, how='outer', suffixes=('', '_q'), indicator=True)

@@ -59,7 +59,7 @@ def per_query_rows():
     for (collection, system, seed), ndcg in values.items():
         for q, v in enumerate(ndcg):
             out.append({'collection': collection, 'system': system, 'reranker': 'simulated', 'sigma': 1.0,
-                        'noise_seed': float(seed), 'partition_seed': 42, 'budget': 100, 'qid': f'q{q}',
+                        'noise_seed': float(seed), 'partition_seed': 42, 'budget': 100, 'qid': f'0{q}',
                         'nDCG@10': v, 'R@100': v / 2 if system == 'S' else v})
     return pd.DataFrame(out)
 
@@ -118,6 +118,7 @@ def test_load_per_query_checks_its_csv(tmp_path):
     b = write_sweep(tmp_path, 'b', perquery[perquery.collection == 'b'])
     loaded = analysis.load_per_query({'a': a, 'b': [b]})
     assert len(loaded) == len(perquery)
+    assert sorted(set(loaded.qid)) == ['00', '01', '02']  # read as text: no leading zero lost
     assert loaded.groupby('collection').qid.nunique().to_dict() == {'a': 3, 'b': 2}
     # a per-query file of another run: its means no longer give the CSV's values
     other = perquery[perquery.collection == 'a'].copy()
