@@ -279,7 +279,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         ``perquery`` (:func:`load_per_query`), also ``p`` (:func:`stratified_paired_test` of the system against
         that best baseline: per query, the difference averaged over the paired noise seeds) and ``verdict``:
         ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN: the per-query
-        rows lack one of the two systems, or a collection has fewer than two queries).
+        rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
     frame = _prepared(table)
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
@@ -332,7 +332,8 @@ def _paired_deltas(queries: pd.DataFrame, budget: int, r: str, system: str, best
     if system not in wide.columns or best not in wide.columns:
         return []
     diff = (wide[system] - wide[best]).dropna().groupby(level=['collection', 'qid']).mean()
-    return [diff.loc[c].to_numpy() for c in collections if c in diff.index.get_level_values(0)]
+    present = set(diff.index.get_level_values(0))  # a collection without per-query rows: no test (NaN)
+    return [diff.loc[c].to_numpy() if c in present else np.empty(0) for c in collections]
 
 
 def strength_response(table: pd.DataFrame, system: str = 'GAREN+', *, budget: int = 100, weak: float = 2.0,

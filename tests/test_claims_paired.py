@@ -181,6 +181,10 @@ def test_verdict_at_the_level_and_without_a_baseline(monkeypatch):
     alone = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery[perquery.system == 'S'])
     assert alone.p.isna().all()
     assert alone.verdict.tolist() == ['-', '-']
+    # ... or without one collection: the mean over collections cannot be tested on the others alone
+    part = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery[perquery.collection == 'a'])
+    assert part.p.isna().all()
+    assert part.verdict.tolist() == ['-', '-']
     # a mean difference at exactly the tolerance with no spread is a tie (the tolerance made exact: .25)
     monkeypatch.setattr('pyterrier_garen._claims.TOLERANCE', .25)
     assert analysis.stratified_paired_test([[.25, .25], [.25, .25]]) == 1.0
