@@ -640,7 +640,8 @@ class GAREN(WindowSearch):
         else:
             pools = _LazyPools(eligible, partial(state.pool, view))
         picked = take(pools, n, round_robin=explore)
-        share, near_share = self._source_shares(state)
+        verdict, near_share = self._source_shares(state)
+        share = None if verdict is None else max(verdict, self.first_stage_floor)  # the share the slots get
         near: set = set()
         if near_share is not None:  # the k-NN frontier takes its share of the slots the groups would fill
             offered = frontier(top, state.neighbours, state.observed, n)
@@ -650,7 +651,7 @@ class GAREN(WindowSearch):
         if self.interleave or share is not None:
             head = [d for _, d in zip(range(n), (d for d in state.unobserved_r0() if d not in taken))]
             mixed = (interleave(picked, head, n, self.interleave) if share is None else
-                     mix(picked, head, n, max(share, self.first_stage_floor)))
+                     mix(picked, head, n, share))
             picked = [d for d in mixed if d in taken]
             expansion = state.backfill(mixed, n)
         else:
@@ -665,9 +666,9 @@ class GAREN(WindowSearch):
         if evidence:
             event['evidence'] = evidence
         if share is not None:
-            event['first_stage_share'] = max(share, self.first_stage_floor)
+            event['first_stage_share'] = share
             if self.first_stage_floor:
-                event['first_stage_verdict'] = share
+                event['first_stage_verdict'] = verdict
         if near_share is not None:
             event['frontier'] = [d for d in expansion if d in near]
             event['frontier_share'] = near_share

@@ -77,6 +77,9 @@ def test_margins_with_per_query_values_by_hand():
     # b: (.1 + .1) / 2 = .1, (.1 - .1) / 2 = 0; D = (.0667 + .05) / 2 = .0583 = the table's delta
     assert ndcg.delta == pytest.approx((.2 / 3 + .05) / 2)
     assert ndcg.p == pytest.approx(analysis.stratified_paired_test([[.1, .1, 0], [.1, 0]]))
+    # by hand: a mean .0667, variance .00333 over 3; b mean .05, variance .005 over 2; D = .0583, SE^2 =
+    # (.00333/3 + .005/2) / 4 = .000903, t = 1.9415; dof = .000903^2 / (.000278^2/2 + .000625^2/1) = 1.899; p = .1984
+    assert ndcg.p == pytest.approx(.1984, abs=2e-4)
     assert ndcg.p > .05
     assert ndcg.verdict == 'tie'
     # R@100: S is half of its nDCG@10, B its own: per query a: (.25-.4 + .25-.4)/2 = -.15, (.3-.6 + .4-.6)/2 = -.25,
