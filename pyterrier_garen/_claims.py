@@ -274,7 +274,9 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
     Returns:
         ``budget, reranker, measure, best`` (the best baseline's name), ``best_value``, ``value`` (the system's),
         ``delta`` (value - best_value), ``holds`` (delta at least ``-TOLERANCE``), ``delta_min`` / ``delta_max`` (the
-        delta per noise seed, over the seeds every collection has; equal to ``delta`` with one seed or MiniLM) and
+        delta per run of the system: each noise seed and partition seed it has in every collection, against the
+        best baseline at that noise seed, averaged over the baseline's partitions; equal to ``delta`` with one
+        noise seed and one partition, e.g. MiniLM on one partition) and
         per collection ``delta:<collection>``: the system minus the best baseline *of that collection*. With
         ``perquery`` (:func:`load_per_query`), also ``p`` (:func:`stratified_paired_test` of the system against
         that best baseline: per query, the difference averaged over the paired noise seeds) and ``verdict``:
@@ -282,6 +284,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
     frame = _prepared(table)
+    raw = _prepared(table, ['partition_seed'])
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
     baselines = list(baselines)
     collections = list(dict.fromkeys(frame.collection))
@@ -298,12 +301,12 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                 continue  # incomplete: someone did not run this cell in some collection
             per = cell.groupby(['collection', 'system'])[list(measures)].mean()
             mean = per.groupby('system').mean()
-            seeds = set.intersection(*(set(g.seed) for _, g in ours.groupby('collection')))
+            runs = _runs(raw, system, budget, r)
             for measure in measures:
                 best = max(baselines, key=lambda b: (mean.loc[b, measure], -baselines.index(b)))
                 delta = float(mean.loc[system, measure] - mean.loc[best, measure])
-                by_seed = [cell[(cell.seed == s) & (cell.system == system)][measure].mean()
-                           - cell[(cell.seed == s) & (cell.system == best)][measure].mean() for s in sorted(seeds)]
+                by_seed = [runs.loc[(s, p), measure] - cell[(cell.seed == s) & (cell.system == best)][measure].mean()
+                           for s, p in runs.index]
                 row = {'budget': int(budget), 'reranker': r, 'measure': measure, 'best': best,
                        'best_value': float(mean.loc[best, measure]), 'value': float(mean.loc[system, measure]),
                        'delta': delta, 'holds': delta >= -TOLERANCE,
@@ -321,6 +324,16 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
     columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
                'delta_max', *(f'delta:{c}' for c in collections), *(['p', 'verdict'] if queries is not None else [])]
     return pd.DataFrame(rows, columns=columns)
+
+
+def _runs(raw: pd.DataFrame, system: str, budget: int, r: str) -> pd.DataFrame:
+    """The system's runs in a cell: one row per (noise seed, partition seed) that every collection of ``raw`` has
+    (index ``seed, partition_seed``), its measures the mean over those collections."""
+    mine = raw[(raw.system == system) & (raw.budget == budget) & (raw.r == r)]
+    count = mine.groupby(['seed', 'partition_seed']).collection.nunique()
+    every = count[count == raw.collection.nunique()].index
+    mine = mine.set_index(['seed', 'partition_seed']).loc[lambda f: f.index.isin(every)]
+    return mine.groupby(level=['seed', 'partition_seed'])[list(_MEASURES)].mean().sort_index()
 
 
 def _paired_deltas(queries: pd.DataFrame, budget: int, r: str, system: str, best: str, ours: pd.DataFrame,

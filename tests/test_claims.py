@@ -109,6 +109,23 @@ def test_margins_tie_within_tolerance_holds():
     assert out.delta_min.tolist() == out.delta.tolist()  # MiniLM has one "seed"
 
 
+def test_margin_spread_counts_partitions_by_hand():
+    # MiniLM has no noise seed: its spread is over the system's partitions. S on partitions 42 and 43 in both
+    # collections, 44 on a only (not a run of every collection, so not in the spread); B once (its row is the same
+    # for every partition, so it is given on 42 only).
+    # nDCG@10: a: S .50 (42), .56 (43), .89 (44); b: S .70 (42), .60 (43); B .52 on a, .64 on b.
+    table = rows(('a', 'S', 'MiniLM', None, 42, 100, .50, .5), ('a', 'S', 'MiniLM', None, 43, 100, .56, .5),
+                 ('a', 'S', 'MiniLM', None, 44, 100, .89, .5), ('b', 'S', 'MiniLM', None, 42, 100, .70, .5),
+                 ('b', 'S', 'MiniLM', None, 43, 100, .60, .5),
+                 ('a', 'B', 'MiniLM', None, 42, 100, .52, .5), ('b', 'B', 'MiniLM', None, 42, 100, .64, .5))
+    ndcg = analysis.baseline_margins(table, 'S', ['B'], measures=['nDCG@10']).iloc[0]
+    # value: a's mean over its partitions (.50 + .56 + .89) / 3 = .65, b's (.70 + .60) / 2 = .65 -> .65;
+    # B (.52 + .64) / 2 = .58 -> delta +.07
+    assert (ndcg.value, ndcg.best_value, ndcg.delta) == pytest.approx((.65, .58, .07))
+    # runs: partition 42: (.50 + .70) / 2 - .58 = +.02; partition 43: (.56 + .60) / 2 - .58 = 0
+    assert (ndcg.delta_min, ndcg.delta_max) == pytest.approx((0, .02))
+
+
 def test_strength_response_by_hand():
     table = rows(
         # a: sigma 2 (.60, .62), sigma 0.25 (.65, .61) -> rises +.05 and -.01, mean +.02
