@@ -24,8 +24,9 @@ record, or have none. --csv-dir also writes the three tables as CSV. Reads only 
 --paired also reads the per-query values strength_sweep.py writes beside each CSV (X.perquery.csv.gz; their means
 must give the CSV's values) and adds to table 2 a two-sided p-value for each margin (per query, the system minus
 that cell's best baseline, averaged over the paired noise seeds; the mean over collections tested against zero,
-each collection's queries a stratum: analysis.stratified_paired_test) and a verdict: ahead or behind when
-p < --alpha, else tie.
+each collection's queries a stratum: analysis.stratified_paired_test), the margin's 1 - --alpha confidence
+interval (low, high: analysis.stratified_paired_interval; it excludes 0 exactly when p < --alpha) and a verdict:
+ahead or behind when p < --alpha, else tie.
 """
 import argparse
 import os
@@ -126,7 +127,8 @@ def main(argv=None):
         print(f'skipped: no rows of {", ".join(absent)} in the CSVs\n')
     else:
         per = [c for c in margins.columns if c.startswith('delta:')]
-        print(markdown(signed(margins, ['delta', 'delta_min', 'delta_max', *per])))
+        interval = ['low', 'high'] if perquery is not None else []
+        print(markdown(signed(margins, ['delta', 'delta_min', 'delta_max', *per, *interval])))
         print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold' +
               ('' if perquery is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
                                                           ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}') +

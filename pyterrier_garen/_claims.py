@@ -20,16 +20,17 @@ has). ``examples/sweep_verdict.py`` is the command line.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Union
+from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import pandas as pd
 
+from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
 __all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report',
            'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
-           'stratified_paired_test', 'ALPHA']
+           'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
 
 #: Differences smaller than this count as ties (two means of the same numbers summed in another order).
 TOLERANCE = 1e-9
@@ -124,6 +125,21 @@ def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path
     return pd.concat(frames, ignore_index=True).drop_duplicates(keys)
 
 
+def _stratified(deltas: Sequence[Sequence[float]]) -> Optional[tuple]:
+    """``(D, SE, dof)`` of :func:`stratified_paired_test` (``dof`` NaN when ``SE`` is 0); None when a collection has
+    fewer than two queries or there is none."""
+    arrays = [np.asarray(d, dtype=float) for d in deltas]
+    if not arrays or any(len(a) < 2 for a in arrays):
+        return None
+    count = len(arrays)
+    mean = float(sum(a.mean() for a in arrays) / count)
+    parts = [a.var(ddof=1) / len(a) / count ** 2 for a in arrays]
+    spread = float(np.sqrt(sum(parts)))
+    if spread == 0:
+        return mean, 0., float('nan')
+    return mean, spread, float(sum(parts) ** 2 / sum(v ** 2 / (len(a) - 1) for v, a in zip(parts, arrays)))
+
+
 def stratified_paired_test(deltas: Sequence[Sequence[float]]) -> float:
     """Two-sided p-value that the mean over collections of the mean paired difference is zero.
 
@@ -134,17 +150,29 @@ def stratified_paired_test(deltas: Sequence[Sequence[float]]) -> float:
     1.0 when ``D`` is 0, else 0.0.
     """
     from scipy.stats import t as student
-    arrays = [np.asarray(d, dtype=float) for d in deltas]
-    if not arrays or any(len(a) < 2 for a in arrays):
+    stats = _stratified(deltas)
+    if stats is None:
         return float('nan')
-    count = len(arrays)
-    mean = sum(a.mean() for a in arrays) / count
-    parts = [a.var(ddof=1) / len(a) / count ** 2 for a in arrays]
-    spread = float(np.sqrt(sum(parts)))
+    mean, spread, dof = stats
     if spread == 0:
         return 1.0 if abs(mean) <= TOLERANCE else 0.0
-    dof = sum(parts) ** 2 / sum(v ** 2 / (len(a) - 1) for v, a in zip(parts, arrays))
     return float(2 * student.sf(abs(mean) / spread, dof))
+
+
+def stratified_paired_interval(deltas: Sequence[Sequence[float]], level: float = 1 - ALPHA) -> Tuple[float, float]:
+    """The two-sided ``level`` confidence interval of ``D``, the statistic of :func:`stratified_paired_test`:
+    ``D -/+ t_(1+level)/2,dof * SE``. It excludes 0 exactly when that test's p is below ``1 - level``. ``(D, D)``
+    with no spread; ``(NaN, NaN)`` where the test gives NaN."""
+    from scipy.stats import t as student
+    check_number('level', level, low=0, high=1, low_open=True, high_open=True, note='e.g. 0.95')
+    stats = _stratified(deltas)
+    if stats is None:
+        return float('nan'), float('nan')
+    mean, spread, dof = stats
+    if spread == 0:
+        return mean, mean
+    half = float(student.ppf((1 + level) / 2, dof)) * spread
+    return mean - half, mean + half
 
 
 def _paths(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]):
@@ -279,7 +307,8 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         noise seed and one partition, e.g. MiniLM on one partition) and
         per collection ``delta:<collection>``: the system minus the best baseline *of that collection*. With
         ``perquery`` (:func:`load_per_query`), also ``p`` (:func:`stratified_paired_test` of the system against
-        that best baseline: per query, the difference averaged over the paired noise seeds) and ``verdict``:
+        that best baseline: per query, the difference averaged over the paired noise seeds), ``low`` / ``high``
+        (its ``1 - alpha`` confidence interval of ``delta``, :func:`stratified_paired_interval`) and ``verdict``:
         ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN: the per-query
         rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
@@ -316,13 +345,15 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                     theirs = per.loc[collection].loc[baselines, measure].max()
                     row[f'delta:{collection}'] = float(per.loc[(collection, system), measure] - theirs)
                 if queries is not None:
-                    p = stratified_paired_test(_paired_deltas(queries, budget, r, system, best, ours, measure,
-                                                              collections))
+                    deltas = _paired_deltas(queries, budget, r, system, best, ours, measure, collections)
+                    p = stratified_paired_test(deltas)
+                    row['low'], row['high'] = stratified_paired_interval(deltas, 1 - alpha)
                     row['p'] = p
                     row['verdict'] = '-' if p != p else 'tie' if p >= alpha else 'ahead' if delta > 0 else 'behind'
                 rows.append(row)
     columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
-               'delta_max', *(f'delta:{c}' for c in collections), *(['p', 'verdict'] if queries is not None else [])]
+               'delta_max', *(f'delta:{c}' for c in collections),
+               *(['low', 'high', 'p', 'verdict'] if queries is not None else [])]
     return pd.DataFrame(rows, columns=columns)
 
 

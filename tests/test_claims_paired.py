@@ -96,6 +96,39 @@ def test_margins_with_per_query_values_by_hand():
     assert 'p' not in analysis.baseline_margins(means(perquery), 'S', ['B']).columns
 
 
+def test_interval_by_hand():
+    # one collection: the paired t interval, by scipy's own one-sample route as an independent check
+    deltas = [1., 2., 3., 6.]
+    ci = stats.ttest_1samp(deltas, 0).confidence_interval(0.9)
+    assert analysis.stratified_paired_interval([deltas], .9) == pytest.approx((ci.low, ci.high))
+    # two collections (test_two_collections_by_hand): D = 1, SE = sqrt(2/3) / 2, 4 dof; t(.975, 4) = 2.7764
+    half = 2.7764 * math.sqrt(2 / 3) / 2
+    assert analysis.stratified_paired_interval([[1, 2, 3], [-1, 0, 1]]) == pytest.approx((1 - half, 1 + half),
+                                                                                           abs=1e-4)
+    # edges: no spread gives the point; too few queries give NaN; a level outside (0, 1) is refused by name
+    assert analysis.stratified_paired_interval([[.5, .5], [.5, .5]]) == (.5, .5)
+    assert all(math.isnan(v) for v in analysis.stratified_paired_interval([[1, 2], [3]]))
+    with pytest.raises(ValueError, match='level'):
+        analysis.stratified_paired_interval([deltas], 1.0)
+
+
+def test_margins_interval_agrees_with_the_verdict():
+    perquery = per_query_rows()
+    out = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery)
+    ndcg = out[out.measure == 'nDCG@10'].iloc[0]
+    # D = .0583, SE = sqrt(.000903) = .03005, 1.899 dof (test_margins_with_per_query_values_by_hand):
+    # t(.975, 1.899) is about 4.5, so the interval is about .0583 -/+ .135 and holds 0 (p .198: a tie)
+    assert (ndcg.low + ndcg.high) / 2 == pytest.approx(ndcg.delta)
+    half = stats.t.ppf(.975, 1.899) * math.sqrt(.000903)
+    assert (ndcg.low, ndcg.high) == pytest.approx((ndcg.delta - half, ndcg.delta + half), abs=2e-3)
+    assert ndcg.low < 0 < ndcg.high
+    # at alpha .2 the tie is a lead and the 80% interval lies above 0; R@100's lies below it
+    lenient = analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=perquery, alpha=.2)
+    assert lenient.verdict.tolist() == ['ahead', 'behind']
+    assert (lenient.low > 0).tolist() == [True, False]
+    assert (lenient.high < 0).tolist() == [False, True]
+
+
 def test_margins_pair_only_the_systems_seeds():
     perquery = per_query_rows()
     extra = perquery[(perquery.system == 'B') & (perquery.noise_seed == 1)].assign(noise_seed=2.0, **{'nDCG@10': 0.})
@@ -149,9 +182,11 @@ def test_sweep_verdict_paired(tmp_path, capsys):
     script.main(common + ['--paired'])
     text = capsys.readouterr().out
     p = analysis.stratified_paired_test([[.1, .1, 0], [.1, 0]])
+    low, high = analysis.stratified_paired_interval([[.1, .1, 0], [.1, 0]])
     # S: a (.6 + .6667) / 2, b (.6 + .5) / 2 -> .5917; B: a (.5 + .6333) / 2, b .5 -> .5333; per seed .1 and .0167
     assert ('| 100 | sigma=1 | nDCG@10 | B | 0.5333 | 0.5917 | +0.0583 | yes | +0.0167 | +0.1000 | +0.0667 | '
-            f'+0.0500 | {p:.4f} | tie |') in text
+            f'+0.0500 | {low:+.4f} | {high:+.4f} | {p:.4f} | tie |') in text
+    assert low < 0 < high
     assert '1 of 2 cells hold; 0 ahead, 2 tie, 0 behind at p < 0.05' in text
     script.main(common + ['--paired', '--alpha', '0.2'])
     assert '1 of 2 cells hold; 1 ahead, 0 tie, 1 behind at p < 0.2' in capsys.readouterr().out
