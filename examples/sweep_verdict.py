@@ -22,11 +22,13 @@ gives, and a warning when the files were written by different code or package ve
 record, or have none. --csv-dir also writes the three tables as CSV. Reads only the CSVs: nothing is run.
 
 --paired also reads the per-query values strength_sweep.py writes beside each CSV (X.perquery.csv.gz; their means
-must give the CSV's values) and adds to table 2 a two-sided p-value for each margin (per query, the system minus
-that cell's best baseline, averaged over the paired noise seeds; the mean over collections tested against zero,
-each collection's queries a stratum: analysis.stratified_paired_test), the margin's 1 - --alpha confidence
-interval (low, high: analysis.stratified_paired_interval; it excludes 0 exactly when p < --alpha) and a verdict:
-ahead or behind when p < --alpha, else tie.
+must give the CSV's values). To table 1 it adds the paired t-test of each row's worst budget step over the
+collection's queries (p; per query, averaged over partition seeds) and whether that step falls or rises at
+p < --alpha (else tie). To table 2 it adds a two-sided p-value for each margin (per query, the system minus that
+cell's best baseline, averaged over the paired noise seeds; the mean over collections tested against zero, each
+collection's queries a stratum: analysis.stratified_paired_test), the margin's 1 - --alpha confidence interval
+(low, high: analysis.stratified_paired_interval; it excludes 0 exactly when p < --alpha) and a verdict: ahead or
+behind when p < --alpha, else tie.
 """
 import argparse
 import os
@@ -119,7 +121,10 @@ def main(argv=None):
         print(f'skipped: one budget ({", ".join(map(str, sorted(set(table.budget))))}) in the CSVs\n')
     else:
         print(markdown(shown))
-        print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall\n')
+        print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall' +
+              ('' if perquery is None else '; worst steps: ' + ', '.join(
+                  f'{int((mono.step_verdict == v).sum())} {v}' for v in ('rises', 'tie', 'falls')) +
+               f' at p < {args.alpha:g}') + '\n')
 
     margins = report['margins']
     print(f'**2. {args.system} against the best baseline (mean over {len(collections)} collections)**\n')

@@ -257,7 +257,8 @@ def _rerankers(frame: pd.DataFrame, rerankers: Optional[Sequence[str]]) -> List[
 
 
 def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 'GAREN+'), *,
-                        measure: str = 'R@100', rerankers: Optional[Sequence[str]] = None) -> pd.DataFrame:
+                        measure: str = 'R@100', rerankers: Optional[Sequence[str]] = None,
+                        perquery: Optional[pd.DataFrame] = None, alpha: float = ALPHA) -> pd.DataFrame:
     """Whether ``measure`` never falls as the budget grows, per collection, system, reranker and noise seed.
 
     Args:
@@ -270,9 +271,13 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         ``collection, system, reranker, noise_seed`` (-1 for MiniLM), one column per budget (NaN where that budget
         was not run), ``worst_step`` (the most negative change between consecutive budgets the row has, NaN with
         fewer than two) and ``never_falls`` (every step at least ``-TOLERANCE``). Rows with one budget only are left
-        out: there is nothing to check.
+        out: there is nothing to check. With ``perquery`` (:func:`load_per_query`), also ``p``: the paired t-test
+        of the worst step over the collection's queries (per query, the measure at the larger budget minus the
+        smaller, averaged over partition seeds), and ``step_verdict``: ``'falls'`` or ``'rises'`` when ``p < alpha``,
+        else ``'tie'`` (``'-'`` when the per-query rows lack either budget).
     """
     frame = _prepared(table)
+    queries = _prepared(perquery, ['qid']) if perquery is not None else None
     frame = frame[frame.system.isin(list(systems)) & frame.r.isin(_rerankers(frame, rerankers))]
     budgets = sorted(frame.budget.unique())
     rows = []
@@ -280,11 +285,24 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         values = group.set_index('budget')[measure].sort_index()
         if len(values) < 2:
             continue
-        worst = float(values.diff().min())
-        rows.append({'collection': collection, 'system': system, 'reranker': r, 'noise_seed': seed,
-                     **{int(b): values.get(b, np.nan) for b in budgets},
-                     'worst_step': worst, 'never_falls': worst >= -TOLERANCE})
-    columns = ['collection', 'system', 'reranker', 'noise_seed', *map(int, budgets), 'worst_step', 'never_falls']
+        steps = values.diff()
+        worst = float(steps.min())
+        row = {'collection': collection, 'system': system, 'reranker': r, 'noise_seed': seed,
+               **{int(b): values.get(b, np.nan) for b in budgets},
+               'worst_step': worst, 'never_falls': worst >= -TOLERANCE}
+        if queries is not None:
+            upper = steps.idxmin()  # the larger budget of the worst step (the first such step on a tie)
+            lower = values.index[values.index.get_loc(upper) - 1]
+            mine = queries[(queries.collection == collection) & (queries.system == system) & (queries.r == r)
+                           & (queries.seed == seed)]
+            wide = mine[mine.budget.isin([lower, upper])].pivot_table(index='qid', columns='budget', values=measure)
+            diff = (wide[upper] - wide[lower]).dropna() if {lower, upper} <= set(wide.columns) else pd.Series([])
+            p = stratified_paired_test([diff.to_numpy()])
+            row['p'] = p
+            row['step_verdict'] = '-' if p != p else 'tie' if p >= alpha else 'rises' if worst > 0 else 'falls'
+        rows.append(row)
+    columns = ['collection', 'system', 'reranker', 'noise_seed', *map(int, budgets), 'worst_step', 'never_falls',
+               *(['p', 'step_verdict'] if queries is not None else [])]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -417,10 +435,12 @@ def claims_report(table: pd.DataFrame, system: str = 'GAREN+', baselines: Sequen
                   perquery: Optional[pd.DataFrame] = None, alpha: float = ALPHA) -> Dict[str, pd.DataFrame]:
     """The three claims at once, as :func:`budget_monotonicity`, :func:`baseline_margins` and
     :func:`strength_response` give them: ``{'monotonicity': ..., 'margins': ..., 'response': ...}`` (``perquery``:
-    the margins' ``p`` and ``verdict``, :func:`baseline_margins`)."""
+    the worst budget step's ``p`` and ``step_verdict``, :func:`budget_monotonicity`, and the margins' ``p`` and
+    ``verdict``, :func:`baseline_margins`)."""
     present = set(_label(table))
     chosen = [r for r in rerankers if r in present]
-    return {'monotonicity': budget_monotonicity(table, monotone, measure=monotone_measure, rerankers=chosen),
+    return {'monotonicity': budget_monotonicity(table, monotone, measure=monotone_measure, rerankers=chosen,
+                                                perquery=perquery, alpha=alpha),
             'margins': baseline_margins(table, system, baselines, budgets=margin_budgets, rerankers=chosen,
                                         perquery=perquery, alpha=alpha),
             'response': strength_response(table, system, budget=budget, weak=weak, strong=strong)}

@@ -129,6 +129,50 @@ def test_margins_interval_agrees_with_the_verdict():
     assert (lenient.high < 0).tolist() == [False, True]
 
 
+def test_monotonicity_worst_step_by_hand(tmp_path, capsys):
+    values = {  # (system, partition, budget): R@100 per query of collection a, MiniLM
+        ('S', 42, 100): [.5, .6, .7], ('S', 42, 200): [.4, .6, .9],
+        ('S', 43, 100): [.5, .6, .7], ('S', 43, 200): [.4, .4, .7],
+        ('F', 42, 100): [.5, .6, .7], ('F', 42, 200): [.4, .5, .6],  # falls by .1 on every query
+        ('R', 42, 50): [.3, .2, .1], ('R', 42, 100): [.5, .5, .5], ('R', 42, 200): [.6, .7, .8],
+    }
+    out = []
+    for (system, pseed, budget), recall in values.items():
+        for q, v in enumerate(recall):
+            out.append({'collection': 'a', 'system': system, 'reranker': 'MiniLM', 'sigma': math.nan,
+                        'noise_seed': math.nan, 'partition_seed': pseed, 'budget': budget, 'qid': f'q{q}',
+                        'nDCG@10': 0., 'R@100': v})
+    perquery = pd.DataFrame(out)
+    mono = analysis.budget_monotonicity(means(perquery), ['S', 'F', 'R'], perquery=perquery).set_index('system')
+    # S, averaged over its two partitions: 100 -> (.5, .6, .7), 200 -> (.4, .5, .8); per query -.1, -.1, +.1:
+    # mean -.0333, sample variance .01333, SE .0667, t = -.5 with 2 dof; p = 1 - .5 / sqrt(.25 + 2) = 2/3
+    assert mono.loc['S', 'worst_step'] == pytest.approx(-.1 / 3)
+    assert not mono.loc['S', 'never_falls']
+    assert mono.loc['S', 'p'] == pytest.approx(2 / 3)
+    assert mono.loc['S', 'step_verdict'] == 'tie'
+    # F: -.1 on every query, no spread: a fall beyond any noise
+    assert (mono.loc['F', 'p'], mono.loc['F', 'step_verdict']) == (0.0, 'falls')
+    # R: steps 50 -> 100 (+.2, +.3, +.4: mean .3) and 100 -> 200 (+.1, +.2, +.3: mean .2); the worst is the second:
+    # SE sqrt(.01 / 3), t = 3.4641, 2 dof: p = 1 - 3.4641 / sqrt(12 + 2) = .0742, a tie at .05 and a rise at .1
+    assert mono.loc['R', 'worst_step'] == pytest.approx(.2)
+    assert mono.loc['R', 'p'] == pytest.approx(1 - math.sqrt(12) / math.sqrt(14))
+    assert mono.loc['R', 'step_verdict'] == 'tie'
+    lenient = analysis.budget_monotonicity(means(perquery), ['R'], perquery=perquery, alpha=.1)
+    assert lenient.step_verdict.tolist() == ['rises']
+    # a per-query file without one of the step's budgets: no test
+    partial = perquery[~((perquery.system == 'F') & (perquery.budget == 200))]
+    assert analysis.budget_monotonicity(means(perquery), ['F'], perquery=partial).step_verdict.tolist() == ['-']
+    # without per-query values the table keeps its columns
+    assert 'p' not in analysis.budget_monotonicity(means(perquery), ['S']).columns
+    # the command line: table 1 gains p and step_verdict, and a count of the worst steps' verdicts
+    a = write_sweep(tmp_path, 'a', perquery)
+    load_script('examples/sweep_verdict.py').main([f'a={a}', '--system', 'S', '--baselines', 'B', '--monotone', 'S',
+                                                   'F', 'R', '--rerankers', 'MiniLM', '--paired'])
+    text = capsys.readouterr().out
+    assert '| a | S | MiniLM | - | - | 0.6000 | 0.5667 | -0.0333 | no | 0.6667 | tie |' in text
+    assert '1 of 3 rows never fall; worst steps: 0 rises, 2 tie, 1 falls at p < 0.05' in text
+
+
 def test_margins_pair_only_the_systems_seeds():
     perquery = per_query_rows()
     extra = perquery[(perquery.system == 'B') & (perquery.noise_seed == 1)].assign(noise_seed=2.0, **{'nDCG@10': 0.})
