@@ -31,6 +31,7 @@ from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_repor
                       per_query_path, provenance_notes, strength_response, stratified_paired_interval,
                       stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
+from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, judged_topics, partition_groups,
                      plot_strength_sweep, strength_sweep, sweep_plot_file, sweep_summary, sweep_tests)
@@ -45,7 +46,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response',
            'load_per_query', 'per_query_path', 'stratified_paired_test', 'stratified_paired_interval', 'ALPHA',
-           'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision']
+           'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
 
 
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:
@@ -301,6 +302,64 @@ def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.D
                             plan='tree', verbose=False, validate='ignore')
         frames.append(res.assign(budget=budget))
     return pd.concat(frames, ignore_index=True)
+
+
+def budget_swaps(smaller: pd.DataFrame, larger: pd.DataFrame, qrels: pd.DataFrame, *, depth: int = 100,
+                 head: int = 10) -> pd.DataFrame:
+    """What a larger budget did to the top ``depth`` of one system: per query, which documents it re-ranked only
+    with the larger budget ("late") and which of the smaller run's documents they pushed below ``depth``.
+
+    A system whose recall at ``depth`` falls as the budget grows either searched differently (``prefix`` False:
+    the smaller run's documents are not the larger run's first observed) or ordered the late documents above
+    earlier ones that were more often relevant (``lost`` above ``gained``). Both runs are one system's result frames
+    (``qid, docno`` and ``rank`` or ``score``; ``iteration`` for ``prefix``) on the same queries.
+
+    Args:
+        smaller: the run at the smaller budget.
+        larger: the run at the larger budget.
+        qrels: ``qid, docno, label`` (relevant: ``label > 0``).
+        depth: the cut-off whose recall is asked about (R@depth).
+        head: the top that nDCG@head sees (``late_head`` counts late documents there).
+
+    Returns:
+        ``qid, prefix`` (True when the smaller run's documents are exactly the larger run's documents of
+        iterations up to the smaller run's last; None without an ``iteration`` column), ``late`` (documents in the
+        larger run's top ``depth`` that the smaller run did not return), ``late_head`` (of them, in the top
+        ``head``), ``gained`` (relevant late documents in that top ``depth``), ``promoted`` (relevant documents the
+        smaller run returned below its top ``depth`` that the larger run lifts into it), ``lost`` (relevant documents
+        of the smaller run's top ``depth`` below the larger run's) and ``relevant`` (the query's relevant documents).
+        The query's recall at ``depth`` changes by ``(gained + promoted - lost) / relevant``.
+    """
+    check_int('depth', depth, low=1, note='the recall cut-off')
+    check_int('head', head, low=0, note='the top nDCG sees')
+    relevant = qrels[qrels.label > 0].assign(qid=lambda f: f.qid.astype(str), docno=lambda f: f.docno.astype(str))
+    relevant = relevant.groupby('qid').docno.agg(set).to_dict()
+
+    def ranked(frame):
+        order = [c for c in ('rank', 'score') if c in frame.columns][:1]
+        if not order:
+            raise ValueError(f'a run needs a rank or score column to order its documents; got {list(frame.columns)}')
+        frame = frame.sort_values(order, ascending='rank' in order, kind='stable')
+        return {str(q): g for q, g in frame.assign(docno=frame.docno.astype(str)).groupby(
+            frame.qid.astype(str), sort=False)}
+    small, large = ranked(smaller), ranked(larger)
+    rows = []
+    for qid, big in large.items():
+        little = small.get(qid, big.iloc[:0])
+        mine = relevant.get(qid, set())
+        seen = set(little.docno)
+        prefix = None
+        if 'iteration' in big.columns and 'iteration' in little.columns and len(little):
+            prefix = set(big[big.iteration.between(0, little.iteration.max())].docno) == \
+                set(little[little.iteration >= 0].docno)
+        top, before = list(big.docno[:depth]), set(little.docno[:depth])
+        late = [d for d in top if d not in seen]
+        rows.append({'qid': qid, 'prefix': prefix, 'late': len(late),
+                     'late_head': sum(d not in seen for d in top[:head]), 'gained': sum(d in mine for d in late),
+                     'promoted': len(((set(top) & seen) - before) & mine), 'lost': len((before - set(top)) & mine),
+                     'relevant': len(mine)})
+    return pd.DataFrame(rows, columns=['qid', 'prefix', 'late', 'late_head', 'gained', 'promoted', 'lost',
+                                       'relevant'])
 
 
 def plot_budget_curve(curve: pd.DataFrame, measure: str = 'nDCG@10', ax=None):
