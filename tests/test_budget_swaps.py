@@ -89,3 +89,57 @@ def test_budget_swaps_script_on_cranfield(cranfield, cran_dir, capsys):
     recalls = [script.recall(runs[b], relevant, 40) for b in (40, 60)]
     assert f'| 40 -> 60 | {recalls[0]:.4f} | {recalls[1]:.4f} | {len(swaps)} of {len(swaps)} |' in out
     assert f'| {swaps.gained.sum()} | 0 | {swaps.lost.sum()} |' in out  # nothing below depth 40 in a 40-run
+
+
+# the mutation run of session 17 (docs/testing.md, "The eleventh run"): what the tests above left open
+
+
+def test_budget_swaps_defaults_order_and_missing_queries():
+    # the larger run lists query 2 first: the rows follow it; query 3 is absent from the smaller run (all late);
+    # qrels with integer docnos match the runs' text docnos
+    smaller = pd.DataFrame({'qid': ['1'] * 11, 'docno': [str(i) for i in range(11)], 'rank': range(11)})
+    larger = pd.concat([pd.DataFrame({'qid': ['2'], 'docno': ['5'], 'rank': [0]}),
+                        pd.DataFrame({'qid': ['1'] * 12, 'docno': [str(i) for i in range(10)] + ['99', '10'],
+                                      'rank': range(12)}),
+                        pd.DataFrame({'qid': ['3'] * 2, 'docno': ['7', '8'], 'rank': [0, 1]})])
+    qrels = pd.DataFrame({'qid': [1, 1, 3], 'docno': [10, 99, 8], 'label': [1, 1, 1]})
+    out = analysis.budget_swaps(smaller, larger, qrels)
+    assert out.qid.tolist() == ['2', '1', '3']
+    one, three = out.set_index('qid').loc['1'], out.set_index('qid').loc['3']
+    # query 1: '99' is late, at rank 10: just below the default head of 10; depth 100 keeps '10' (rank 11): nothing
+    # lost; relevant 10 and 99 (integer docnos in the qrels)
+    assert (one.late, one.late_head, one.gained, one.lost, one.relevant) == (1, 0, 1, 0, 2)
+    assert analysis.budget_swaps(smaller, larger, qrels, head=11).set_index('qid').loc['1', 'late_head'] == 1
+    assert (three.late, three.gained, three.lost, three.relevant) == (2, 1, 0, 1)
+    assert three.prefix is None  # no iteration column
+    # depth 11: '10' falls to rank 11 of the larger run, below the top 11: lost
+    assert analysis.budget_swaps(smaller, larger, qrels, depth=11).set_index('qid').loc['1', 'lost'] == 1
+    # head 0 is allowed (nothing is in the head); depth 1 is the smallest cut-off (query 3's '7' is late there)
+    assert analysis.budget_swaps(smaller, larger, qrels, depth=1, head=0).late.tolist() == [1, 0, 1]
+    with pytest.raises(ValueError, match=r'\bhead\b'):
+        analysis.budget_swaps(smaller, larger, qrels, head=-1)
+    with pytest.raises(ValueError, match=r'\bdepth\b'):
+        analysis.budget_swaps(smaller, larger, qrels, depth=0)
+
+
+def test_budget_swaps_needs_iterations_on_both_sides_and_keeps_its_columns_when_empty():
+    smaller = run([(1, 'a', 0, 0)]).drop(columns='iteration')
+    larger = run([(1, 'a', 0, 0), (1, 'b', 1, 1)])
+    qrels = pd.DataFrame({'qid': [1], 'docno': ['b'], 'label': [1]})
+    out = analysis.budget_swaps(smaller, larger, qrels)
+    assert out.prefix.tolist() == [None]  # only one run says when it saw each document
+    assert out.gained.tolist() == [1]
+    empty = analysis.budget_swaps(smaller, larger.iloc[:0], qrels)
+    assert list(empty.columns) == ['qid', 'prefix', 'late', 'late_head', 'gained', 'promoted', 'lost', 'relevant']
+    assert empty.empty
+
+
+def test_budget_swaps_default_depth_is_100():
+    # the smaller run holds d0..d100; the larger puts a late x first, so d99 (rank 99, inside the smaller run's top
+    # 100) falls to rank 100: lost at the default depth 100, not at 101
+    docs = [f'd{i}' for i in range(101)]
+    smaller = pd.DataFrame({'qid': 'q', 'docno': docs, 'rank': range(101)})
+    larger = pd.DataFrame({'qid': 'q', 'docno': ['x'] + docs, 'rank': range(102)})
+    qrels = pd.DataFrame({'qid': ['q'], 'docno': ['d99'], 'label': [1]})
+    assert analysis.budget_swaps(smaller, larger, qrels).lost.tolist() == [1]
+    assert analysis.budget_swaps(smaller, larger, qrels, depth=101).lost.tolist() == [0]

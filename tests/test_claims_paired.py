@@ -40,6 +40,13 @@ def test_two_collections_by_hand():
     assert analysis.stratified_paired_test([[3, 5], b]) == pytest.approx(2 * stats.t.sf(2 / se, dof))
 
 
+def test_a_standard_error_of_exactly_one():
+    # [0, 2]: mean 1, sample variance 2, SE sqrt(2 / 2) = 1, t = 1 with 1 dof (Cauchy): p = 1 - 2 atan(1) / pi = .5;
+    # the interval at .5 is 1 -/+ t(.75, 1) = 1 -/+ tan(pi / 4) = (0, 2)
+    assert analysis.stratified_paired_test([[0, 2]]) == pytest.approx(.5)
+    assert analysis.stratified_paired_interval([[0, 2]], .5) == pytest.approx((0, 2))
+
+
 def test_edges():
     assert math.isnan(analysis.stratified_paired_test([]))
     assert math.isnan(analysis.stratified_paired_test([[1, 2], [3]]))  # one query: no variance
@@ -108,8 +115,9 @@ def test_interval_by_hand():
     # edges: no spread gives the point; too few queries give NaN; a level outside (0, 1) is refused by name
     assert analysis.stratified_paired_interval([[.5, .5], [.5, .5]]) == (.5, .5)
     assert all(math.isnan(v) for v in analysis.stratified_paired_interval([[1, 2], [3]]))
-    with pytest.raises(ValueError, match='level'):
-        analysis.stratified_paired_interval([deltas], 1.0)
+    for level in (1.0, 0.0, -.5, 1.5):
+        with pytest.raises(ValueError, match=r'\blevel\b'):
+            analysis.stratified_paired_interval([deltas], level)
 
 
 def test_margins_interval_agrees_with_the_verdict():
@@ -159,6 +167,10 @@ def test_monotonicity_worst_step_by_hand(tmp_path, capsys):
     assert mono.loc['R', 'step_verdict'] == 'tie'
     lenient = analysis.budget_monotonicity(means(perquery), ['R'], perquery=perquery, alpha=.1)
     assert lenient.step_verdict.tolist() == ['rises']
+    # at exactly the level, a tie (p must be below alpha)
+    level = mono.loc['R', 'p']
+    assert analysis.budget_monotonicity(means(perquery), ['R'], perquery=perquery, alpha=level).step_verdict.tolist() \
+        == ['tie']
     # a per-query file without one of the step's budgets: no test
     partial = perquery[~((perquery.system == 'F') & (perquery.budget == 200))]
     assert analysis.budget_monotonicity(means(perquery), ['F'], perquery=partial).step_verdict.tolist() == ['-']

@@ -327,6 +327,16 @@ def test_calls_in_the_docs_exist(path):
     assert not problems, f'{path.name}: {problems}'
 
 
+def _fusion_options():
+    """The options ``analysis.add_fusion_arguments`` gives a script that calls it (strength_sweep.py)."""
+    import argparse
+
+    from pyterrier_garen.analysis import add_fusion_arguments
+    parser = argparse.ArgumentParser()
+    add_fusion_arguments(parser)
+    return {o for action in parser._actions for o in action.option_strings}
+
+
 @pytest.mark.parametrize('path', MARKDOWN + RST, ids=[p.name for p in MARKDOWN + RST])
 def test_script_options_in_the_docs_exist(path):
     """``python bench/x.py --option`` / ``python examples/x.py --option`` in the docs: the script exists and defines
@@ -337,7 +347,8 @@ def test_script_options_in_the_docs_exist(path):
             source = (ROOT / script).read_text()
             forwards = re.search(r"main\(\['([\w-]+)', \*sys\.argv\[1:\]\]\)", source)  # a command's alias
             for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', rest):
-                known = option in _command_options()[forwards.group(1)] if forwards else f"'{option}'" in source
+                known = option in _command_options()[forwards.group(1)] if forwards else \
+                    f"'{option}'" in source or ('add_fusion_arguments(' in source and option in _fusion_options())
                 assert known, f'{path.name}: {script} has no {option} ({line.strip()!r})'
 
 
