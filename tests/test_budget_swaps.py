@@ -1,4 +1,5 @@
 """``analysis.budget_swaps``: what a larger budget did to a system's top k, pinned by hand on toy runs."""
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -143,3 +144,17 @@ def test_budget_swaps_default_depth_is_100():
     qrels = pd.DataFrame({'qid': ['q'], 'docno': ['d99'], 'label': [1]})
     assert analysis.budget_swaps(smaller, larger, qrels).lost.tolist() == [1]
     assert analysis.budget_swaps(smaller, larger, qrels, depth=101).lost.tolist() == [0]
+
+
+def test_budget_swaps_keeps_the_input_order_of_tied_scores():
+    # 200 documents with three score values in a shuffled order: the top 10 by score is the first ten of the
+    # highest score in input order (a stable sort), so exactly those count; the late 'x' ties with them, last
+    rng = np.random.default_rng(0)
+    scores = rng.integers(0, 3, 200).astype(float)
+    docs = [f'd{i}' for i in range(200)]
+    smaller = pd.DataFrame({'qid': 'q', 'docno': docs, 'score': scores})
+    larger = pd.DataFrame({'qid': 'q', 'docno': docs + ['x'], 'score': list(scores) + [2.]})
+    top = [d for d, s in zip(docs, scores) if s == 2][:10]
+    qrels = pd.DataFrame({'qid': 'q', 'docno': top, 'label': 1})
+    out = analysis.budget_swaps(smaller, larger, qrels, depth=10).iloc[0]
+    assert (out.late, out.lost, out.gained, out.promoted) == (0, 0, 0, 0)  # the same ten, in both runs
