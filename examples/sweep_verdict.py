@@ -93,6 +93,8 @@ def main(argv=None):
     parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
                         help='significance level of the --paired verdict (default: %(default)s)')
     args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
     files = parse_files(args.files)
     try:
         table = analysis.load_sweeps(files)

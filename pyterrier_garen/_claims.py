@@ -276,6 +276,7 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         smaller, averaged over partition seeds), and ``step_verdict``: ``'falls'`` or ``'rises'`` when ``p < alpha``,
         else ``'tie'`` (``'-'`` when the per-query rows lack either budget).
     """
+    check_number('alpha', alpha, low=0, high=1, low_open=True, high_open=True, note='the significance level, e.g. 0.05')
     frame = _prepared(table)
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
     frame = frame[frame.system.isin(list(systems)) & frame.r.isin(_rerankers(frame, rerankers))]
@@ -330,6 +331,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN: the per-query
         rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
+    check_number('alpha', alpha, low=0, high=1, low_open=True, high_open=True, note='the significance level, e.g. 0.05')
     frame = _prepared(table)
     raw = _prepared(table, ['partition_seed'])
     queries = _prepared(perquery, ['qid']) if perquery is not None else None

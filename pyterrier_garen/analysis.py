@@ -332,6 +332,13 @@ def budget_swaps(smaller: pd.DataFrame, larger: pd.DataFrame, qrels: pd.DataFram
     """
     check_int('depth', depth, low=1, note='the recall cut-off')
     check_int('head', head, low=0, note='the top nDCG sees')
+    for name, frame, needs in (('smaller', smaller, ('qid', 'docno')), ('larger', larger, ('qid', 'docno')),
+                               ('qrels', qrels, ('qid', 'docno', 'label'))):
+        missing = [c for c in needs if c not in frame.columns]
+        if missing:
+            raise ValueError(f'budget_swaps: {name} has no column {", ".join(missing)} (got {list(frame.columns)}); '
+                             'pass PyTerrier frames: runs with qid, docno and rank or score, qrels with qid, docno, '
+                             'label')
     relevant = qrels[qrels.label > 0].assign(qid=lambda f: f.qid.astype(str), docno=lambda f: f.docno.astype(str))
     relevant = relevant.groupby('qid').docno.agg(set).to_dict()
 

@@ -49,6 +49,10 @@ def test_budget_swaps_refuses_bad_input():
         analysis.budget_swaps(smaller, smaller, qrels, depth=0)
     with pytest.raises(ValueError, match='rank or score'):
         analysis.budget_swaps(smaller.drop(columns='rank'), smaller, qrels)
+    with pytest.raises(ValueError, match=r'qrels has no column label .*qrels with qid, docno, label'):
+        analysis.budget_swaps(smaller, smaller, qrels.rename(columns={'label': 'relevance'}))
+    with pytest.raises(ValueError, match='larger has no column docno'):
+        analysis.budget_swaps(smaller, smaller.rename(columns={'docno': 'doc_id'}), qrels)
 
 
 @pytest.mark.slow

@@ -118,6 +118,12 @@ def test_interval_by_hand():
     for level in (1.0, 0.0, -.5, 1.5):
         with pytest.raises(ValueError, match=r'\blevel\b'):
             analysis.stratified_paired_interval([deltas], level)
+    table = means(per_query_rows())
+    for alpha in (0, 1, 1.5):
+        with pytest.raises(ValueError, match=r'\balpha\b'):
+            analysis.baseline_margins(table, 'S', ['B'], perquery=per_query_rows(), alpha=alpha)
+        with pytest.raises(ValueError, match=r'\balpha\b'):
+            analysis.budget_monotonicity(table, ['S'], alpha=alpha)
 
 
 def test_margins_interval_agrees_with_the_verdict():
@@ -246,6 +252,9 @@ def test_sweep_verdict_paired(tmp_path, capsys):
     assert '1 of 2 cells hold; 0 ahead, 2 tie, 0 behind at p < 0.05' in text
     script.main(common + ['--paired', '--alpha', '0.2'])
     assert '1 of 2 cells hold; 1 ahead, 0 tie, 1 behind at p < 0.2' in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        script.main(common + ['--paired', '--alpha', '1'])
+    assert '--alpha 1: the significance level must lie strictly between 0 and 1' in capsys.readouterr().err
     analysis.per_query_path(b).unlink()
     with pytest.raises(SystemExit, match='no per-query values at'):
         script.main(common + ['--paired'])
