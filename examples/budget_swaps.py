@@ -21,6 +21,7 @@ import os
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 
+import pandas as pd  # noqa: E402
 import pyterrier as pt  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
@@ -88,13 +89,17 @@ def run_budgets(dataset, workdir, name, budgets, *, partition_seed=42, sigma=Non
 
 
 def recall(run, relevant, depth):
-    """R@depth over the queries with relevant documents (0 for a query the run holds nothing for)."""
-    order = [c for c in ('rank', 'score') if c in run.columns][:1]
-    run = run.sort_values(order, ascending='rank' in order, kind='stable')
-    top = {str(q): set(g.docno.astype(str)[:depth]) for q, g in run.groupby(run.qid.astype(str), sort=False)}
-    wanted = relevant.assign(qid=relevant.qid.astype(str), docno=relevant.docno.astype(str)).groupby('qid').docno
-    shares = [len(docs & top.get(q, set())) / len(docs) for q, docs in wanted.agg(set).items()]
-    return sum(shares) / len(shares)
+    """R@depth by ir_measures (the run ordered by its score, as the sweeps evaluate it), averaged over the queries
+    with relevant documents; a query the run holds nothing for counts 0."""
+    import ir_measures
+    from ir_measures import R
+    judged = pd.DataFrame({'query_id': relevant.qid.astype(str), 'doc_id': relevant.docno.astype(str),
+                           'relevance': relevant.label.astype(int)})
+    frame = pd.DataFrame({'query_id': run.qid.astype(str), 'doc_id': run.docno.astype(str),
+                          'score': run.score.astype(float)})
+    values = {m.query_id: m.value for m in ir_measures.iter_calc([R @ depth], judged, frame)}
+    qids = judged.query_id.unique()
+    return sum(values.get(q, 0.) for q in qids) / len(qids)
 
 
 if __name__ == '__main__':
