@@ -9,7 +9,7 @@ Each argument names a collection and the CSVs examples/strength_sweep.py wrote f
 collection was run in parts, e.g. the simulated rerankers on some queries and MiniLM on all). Prints:
 
 1. budget monotonicity: --monotone systems' R@100 (or --monotone-measure) per collection, reranker and noise seed
-   over the budgets run, and whether it never falls;
+   over the budgets run, and whether it never falls (--monotone-summary: counted per system and reranker);
 2. margins: --system against the best of --baselines at --margin-budgets, nDCG@10 and R@100, mean over the
    collections (noise seeds paired), with the per-seed range and, per collection, the system minus that
    collection's best baseline;
@@ -81,6 +81,9 @@ def main(argv=None):
                         help='systems whose R@100 must not fall with the budget')
     parser.add_argument('--monotone-measure', default='R@100', choices=['R@100', 'nDCG@10'],
                         help='the measure of table 1 (default: R@100)')
+    parser.add_argument('--monotone-summary', action='store_true',
+                        help='table 1 counted per system and reranker (analysis.monotonicity_summary) instead of '
+                             'one row per collection and noise seed')
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers checked in tables 1 and 2 ('sigma=S' or 'MiniLM')")
@@ -122,7 +125,7 @@ def main(argv=None):
     if table.budget.nunique() < 2:
         print(f'skipped: one budget ({", ".join(map(str, sorted(set(table.budget))))}) in the CSVs\n')
     else:
-        print(markdown(shown))
+        print(markdown(signed(analysis.monotonicity_summary(mono), ['worst_step']) if args.monotone_summary else shown))
         print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall' +
               ('' if perquery is None else '; worst steps: ' + ', '.join(
                   f'{int((mono.step_verdict == v).sum())} {v}' for v in ('rises', 'tie', 'falls')) +

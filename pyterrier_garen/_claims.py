@@ -5,6 +5,7 @@ Each function takes sweep rows (:data:`~pyterrier_garen._sweep.SWEEP_COLUMNS`) o
 docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
 
 * :func:`budget_monotonicity`: does a measure (R@100) never fall as the budget grows?
+  :func:`monotonicity_summary` counts its rows per system and reranker.
 * :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
 * :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
 * :func:`load_per_query` and :func:`stratified_paired_test`: the per-query values ``strength_sweep.py`` writes beside
@@ -28,7 +29,7 @@ import pandas as pd
 from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
-__all__ = ['load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response', 'claims_report',
+__all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'strength_response', 'claims_report',
            'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
            'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
 
@@ -304,6 +305,36 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         rows.append(row)
     columns = ['collection', 'system', 'reranker', 'noise_seed', *map(int, budgets), 'worst_step', 'never_falls',
                *(['p', 'step_verdict'] if queries is not None else [])]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def monotonicity_summary(monotonicity: pd.DataFrame) -> pd.DataFrame:
+    """:func:`budget_monotonicity`'s rows counted per system and reranker, over collections and noise seeds.
+
+    Returns ``system, reranker, rows``, one column per budget (the mean of the rows' values there, rows without
+    that budget left out), ``never_falls`` (rows whose every step is at least ``-TOLERANCE``), ``worst_step`` (the
+    most negative of the rows' worst steps) and, when the rows carry the paired test
+    (``step_verdict``), ``rises``, ``tie`` and ``falls``: the rows whose worst step has that verdict (a row marked
+    ``'-'`` counts in none of them). Systems and rerankers keep their first order in the input. Raises
+    ``ValueError`` naming a missing column.
+    """
+    needed = ['system', 'reranker', 'worst_step', 'never_falls']
+    missing = [c for c in needed if c not in getattr(monotonicity, 'columns', ())]
+    if missing:
+        raise ValueError(f'monotonicity_summary: missing column(s) {", ".join(missing)}; pass the frame '
+                         'budget_monotonicity returns')
+    paired = 'step_verdict' in monotonicity.columns
+    budgets = [c for c in monotonicity.columns if not isinstance(c, str)]
+    rows = []
+    for (system, reranker), group in monotonicity.groupby(['system', 'reranker'], sort=False):
+        row = {'system': system, 'reranker': reranker, 'rows': len(group),
+               **{b: float(group[b].mean()) for b in budgets},
+               'never_falls': int(group.never_falls.sum()), 'worst_step': float(group.worst_step.min())}
+        if paired:
+            row.update({v: int((group.step_verdict == v).sum()) for v in ('rises', 'tie', 'falls')})
+        rows.append(row)
+    columns = ['system', 'reranker', 'rows', *budgets, 'never_falls', 'worst_step',
+               *(['rises', 'tie', 'falls'] if paired else [])]
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -11,7 +11,8 @@
 * how ``GAREN(adaptive_interleave=...)`` split its expansions between the first stage and the groups
   (:func:`first_stage_shares`, :func:`share_summary`).
 * budget curves and plots.
-* issue 16's claims over sweep CSVs (:func:`load_sweeps`, :func:`budget_monotonicity`, :func:`baseline_margins`,
+* issue 16's claims over sweep CSVs (:func:`load_sweeps`, :func:`budget_monotonicity`, :func:`monotonicity_summary`,
+  :func:`baseline_margins`,
   :func:`strength_response`, :func:`claims_report`, :func:`sweep_provenance`; command line:
   ``examples/sweep_verdict.py``).
 
@@ -28,7 +29,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, load_per_query, load_sweeps,
-                      per_query_path, provenance_notes, strength_response, stratified_paired_interval,
+                      monotonicity_summary, per_query_path, provenance_notes, strength_response, stratified_paired_interval,
                       stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._params import check_int
@@ -44,7 +45,8 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics',
            'check_sweep_arguments', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
-           'share_summary', 'load_sweeps', 'budget_monotonicity', 'baseline_margins', 'strength_response',
+           'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
+           'strength_response',
            'load_per_query', 'per_query_path', 'stratified_paired_test', 'stratified_paired_interval', 'ALPHA',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
 

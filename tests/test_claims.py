@@ -466,3 +466,57 @@ def test_claims_report_defaults_and_options():
     assert garen['margins'].budget.tolist() == [50] * 4
     # GAREN at budget 50 (nDCG@10, R@100): sigma=0.25 (.9 - .1, .7 - .1), sigma=0.5 (.5 - .1, .6 - .1)
     assert garen['margins'].value.tolist() == pytest.approx([.8, .6, .4, .5])
+
+
+def test_monotonicity_summary_by_hand():
+    """Rows counted per system and reranker across collections and seeds, in first-seen order."""
+    mono = pd.DataFrame([
+        # system, reranker, worst_step, never_falls, step_verdict
+        ('GAREN+', 'sigma=1', -.03, False, 'falls'),
+        ('GAR', 'sigma=1', .02, True, 'rises'),
+        ('GAREN+', 'sigma=1', 0., True, 'tie'),       # a flat row never falls and is a tie
+        ('GAREN+', 'MiniLM', -.001, False, 'tie'),
+        ('GAREN+', 'sigma=1', -.05, False, '-'),      # no per-query rows: counted in none of the verdicts
+        ('GAR', 'sigma=1', .04, True, 'rises'),
+    ], columns=['system', 'reranker', 'worst_step', 'never_falls', 'step_verdict'])
+    mono.insert(0, 'collection', ['a', 'a', 'b', 'a', 'c', 'b'])
+    mono.insert(3, 100, [.5, .4, .6, .7, NAN, .2])   # budget columns as budget_monotonicity names them
+    mono.insert(4, 200, [.47, .42, .6, .699, .3, .24])
+    out = analysis.monotonicity_summary(mono)
+    assert list(out.columns) == ['system', 'reranker', 'rows', 100, 200, 'never_falls', 'worst_step', 'rises', 'tie',
+                                 'falls']
+    # GAREN+ sigma=1: (.5 + .6) / 2 at 100 (the row without budget 100 left out), (.47 + .6 + .3) / 3 at 200
+    assert out[100].tolist() == pytest.approx([.55, .3, .7])
+    assert out[200].tolist() == pytest.approx([1.37 / 3, .33, .699])
+    assert out[['system', 'reranker']].values.tolist() == [['GAREN+', 'sigma=1'], ['GAR', 'sigma=1'],
+                                                          ['GAREN+', 'MiniLM']]
+    plus, gar, minilm = (r for r in out.itertuples(index=False))
+    assert (plus.rows, plus.never_falls, plus.rises, plus.tie, plus.falls) == (3, 1, 0, 1, 1)
+    assert plus.worst_step == pytest.approx(-.05)
+    assert (gar.rows, gar.never_falls, gar.rises, gar.tie, gar.falls) == (2, 2, 2, 0, 0)
+    assert gar.worst_step == pytest.approx(.02)   # the most negative of .02 and .04: a positive worst stays so
+    assert (minilm.rows, minilm.never_falls, minilm.tie) == (1, 0, 1)
+    # without the paired test: no verdict columns
+    plain = analysis.monotonicity_summary(mono.drop(columns='step_verdict'))
+    assert list(plain.columns) == ['system', 'reranker', 'rows', 100, 200, 'never_falls', 'worst_step']
+    assert plain.rows.tolist() == [3, 2, 1]
+    with pytest.raises(ValueError, match=r'missing column\(s\) never_falls.*budget_monotonicity'):
+        analysis.monotonicity_summary(mono.drop(columns='never_falls'))
+    empty = analysis.monotonicity_summary(mono.iloc[:0])
+    assert empty.empty and list(empty.columns) == list(out.columns)
+
+
+def test_sweep_verdict_monotone_summary(tmp_path, capsys):
+    """--monotone-summary prints table 1 per system and reranker (here over the margin table's budget steps)."""
+    script = load_script('examples/sweep_verdict.py')
+    table = margin_table()
+    a = write(tmp_path, 'a.csv', table[table.collection == 'a'])
+    b = write(tmp_path, 'b.csv', table[table.collection == 'b'])
+    script.main([f'a={a}', f'b={b}', '--system', 'S', '--baselines', 'B1', 'B2', '--monotone', 'S', 'B1',
+                 '--rerankers', 'sigma=1', '--monotone-summary'])
+    text = capsys.readouterr().out
+    # S: .65 -> .50 in both collections (seed 0); B1: .70 -> .50 in both
+    assert '| system | reranker | rows | 100 | 200 | never_falls | worst_step |\n' in text
+    assert '| S | sigma=1 | 2 | 0.6500 | 0.5000 | 0 | -0.1500 |' in text
+    assert '| B1 | sigma=1 | 2 | 0.7000 | 0.5000 | 0 | -0.2000 |' in text
+    assert '0 of 4 rows never fall' in text
