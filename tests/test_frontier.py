@@ -98,5 +98,22 @@ def test_frontier_off_is_the_search_without_it():
 
 @pytest.mark.parametrize('bad', [1, 1.5, -0.1, True, float('nan'), 'half'])
 def test_bad_frontier(bad):
-    with pytest.raises(ValueError, match='frontier'):
+    # named at the start of the message (the note further on says "frontier" too)
+    with pytest.raises(ValueError, match=r'^frontier must be a number in \[0, 1\)'):
         _search(frontier=bad)
+
+
+def test_a_group_pick_the_frontier_lists_beyond_its_offers_stays_the_groups():
+    # a, the best of the first window, lists s, t, p (one link each, so the frontier offers them in that order);
+    # G1 = {p, q, r} is the navigator's favourite. Two slots at share 1/2: slot 1 is the frontier's s, slot 2 the
+    # groups' p. The frontier offers only as many documents as there are slots (s, t), so p, which it lists third,
+    # came from G1: it counts as the groups' (chosen group 1), not the frontier's
+    graph = ToyGroupGraph({'a': ['s', 't', 'p']}, {'a': 0, 'b': 0, 'c': 0, 'd': 0, 'p': 1, 'q': 1, 'r': 1, 's': 2,
+                                                   't': 2})
+    reranker = DictScorer({'a': 3, 'b': 2, 'c': 1})
+    garen = GAREN(reranker, graph, DictScorer({'1': 1.}), window=3, keep=1, budget=5, trace=True, frontier=0.5)
+    garen(first_stage(['a', 'b', 'c', 'd']))
+    assert [call.docno.tolist() for call in reranker.calls] == [['a', 'b', 'c'], ['a', 's', 'p']]
+    step = garen.last_trace[0]
+    assert step['frontier'] == ['s']
+    assert step['chosen_groups'] == [1]
