@@ -29,8 +29,8 @@ import pandas as pd
 from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
-__all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'strength_response', 'claims_report',
-           'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
+__all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'strength_response',
+           'claims_report', 'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
            'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
 
 #: Differences smaller than this count as ties (two means of the same numbers summed in another order).

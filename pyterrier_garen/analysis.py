@@ -29,8 +29,8 @@ import pandas as pd
 import pyterrier as pt
 
 from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, load_per_query, load_sweeps,
-                      monotonicity_summary, per_query_path, provenance_notes, strength_response, stratified_paired_interval,
-                      stratified_paired_test, sweep_provenance)
+                      monotonicity_summary, per_query_path, provenance_notes, strength_response,
+                      stratified_paired_interval, stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise

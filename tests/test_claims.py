@@ -503,7 +503,8 @@ def test_monotonicity_summary_by_hand():
     with pytest.raises(ValueError, match=r'missing column\(s\) never_falls.*budget_monotonicity'):
         analysis.monotonicity_summary(mono.drop(columns='never_falls'))
     empty = analysis.monotonicity_summary(mono.iloc[:0])
-    assert empty.empty and list(empty.columns) == list(out.columns)
+    assert empty.empty
+    assert list(empty.columns) == list(out.columns)
 
 
 def test_sweep_verdict_monotone_summary(tmp_path, capsys):
