@@ -312,11 +312,11 @@ def monotonicity_summary(monotonicity: pd.DataFrame) -> pd.DataFrame:
     """:func:`budget_monotonicity`'s rows counted per system and reranker, over collections and noise seeds.
 
     Returns ``system, reranker, rows``, one column per budget (the mean of the rows' values there, rows without
-    that budget left out), ``never_falls`` (rows whose every step is at least ``-TOLERANCE``), ``worst_step`` (the
-    most negative of the rows' worst steps) and, when the rows carry the paired test
-    (``step_verdict``), ``rises``, ``tie`` and ``falls``: the rows whose worst step has that verdict (a row marked
-    ``'-'`` counts in none of them). Systems and rerankers keep their first order in the input. Raises
-    ``ValueError`` naming a missing column.
+    that budget left out; the input's budget columns are integers, or digit strings as in a CSV of it read back),
+    ``never_falls`` (rows whose every step is at least ``-TOLERANCE``), ``worst_step`` (the most negative of the
+    rows' worst steps) and, when the rows carry the paired test (``step_verdict``), ``rises``, ``tie`` and
+    ``falls``: the rows whose worst step has that verdict (a row marked ``'-'`` counts in none of them). Systems
+    and rerankers keep their first order in the input. Raises ``ValueError`` naming a missing column.
     """
     needed = ['system', 'reranker', 'worst_step', 'never_falls']
     missing = [c for c in needed if c not in getattr(monotonicity, 'columns', ())]
@@ -324,7 +324,8 @@ def monotonicity_summary(monotonicity: pd.DataFrame) -> pd.DataFrame:
         raise ValueError(f'monotonicity_summary: missing column(s) {", ".join(missing)}; pass the frame '
                          'budget_monotonicity returns')
     paired = 'step_verdict' in monotonicity.columns
-    budgets = [c for c in monotonicity.columns if not isinstance(c, str)]
+    # budget columns: integers as budget_monotonicity names them, digit strings as a CSV of it reads back
+    budgets = [c for c in monotonicity.columns if not isinstance(c, str) or c.isdigit()]
     rows = []
     for (system, reranker), group in monotonicity.groupby(['system', 'reranker'], sort=False):
         row = {'system': system, 'reranker': reranker, 'rows': len(group),

@@ -502,6 +502,11 @@ def test_monotonicity_summary_by_hand():
     assert plain.rows.tolist() == [3, 2, 1]
     with pytest.raises(ValueError, match=r'missing column\(s\) never_falls.*budget_monotonicity'):
         analysis.monotonicity_summary(mono.drop(columns='never_falls'))
+    # the table as --csv-dir writes it and pandas reads it back: budget columns named '100', '200'
+    reread = analysis.monotonicity_summary(mono.rename(columns={100: '100', 200: '200'}))
+    assert list(reread.columns) == ['system', 'reranker', 'rows', '100', '200', 'never_falls', 'worst_step', 'rises',
+                                    'tie', 'falls']
+    assert reread['100'].tolist() == pytest.approx([.55, .3, .7])
     empty = analysis.monotonicity_summary(mono.iloc[:0])
     assert empty.empty
     assert list(empty.columns) == list(out.columns)
