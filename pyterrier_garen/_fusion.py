@@ -69,8 +69,9 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     input), so the head that nDCG@10 sees keeps its order while the tail leans on ``R_0`` more. ``observed_weight``
     adds ``observed_weight / (k + o)`` below the head, ``o`` the 1-based rank of the document in the order in which the
     search first looked at it: by the input's ``iteration`` column (what every adaptive search here and
-    pyterrier-adaptive's GAR write; a negative value, GAR's backfill, counts as last), ties and a frame without the
-    column in input order. Only the input's
+    pyterrier-adaptive's GAR write; a negative value, GAR's backfill, counts as last; ties in input order). A frame
+    without the column, such as plain re-ranking's, comes from a stage that looked at its pool in ``R_0``'s order, so
+    there ``o`` is the document's rank in ``R_0`` (documents absent from ``R_0`` last, in input order). Only the input's
     documents are returned (unlike ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in
     ``R_0``), so a re-ranker's budget and depth stay as they were. It is the fusion GAREN's ``fusion`` option
     applies inside the search:
@@ -139,9 +140,11 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             position = {d: i for i, d in enumerate(docnos)}
             observed = None
             if self.observed_weight:
-                first_seen = (group['iteration'].where(group['iteration'] >= 0, np.inf) if 'iteration' in group.columns
-                              else pd.Series(0, index=group.index))
-                seen = np.lexsort((np.arange(len(group)), first_seen.to_numpy(dtype=float)))
+                if 'iteration' in group.columns:
+                    first_seen = group['iteration'].where(group['iteration'] >= 0, np.inf).to_numpy(dtype=float)
+                else:  # a re-ranker of R_0 (no search order of its own) looks at its pool in R_0's order
+                    first_seen = np.array([rank0.get(d, np.inf) for d in docnos], dtype=float)
+                seen = np.lexsort((np.arange(len(group)), first_seen))
                 observed = {docnos[j]: o for o, j in enumerate(seen)}
             fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head,
                                       observed=observed, observed_weight=self.observed_weight)

@@ -189,8 +189,13 @@ def test_observed_weight_orders_the_tail_by_when_the_search_first_saw_a_document
     # with the first stage (R_0 = d, tail weight 1): d .2 + 1/2 + 2/6 = 1.033 -> b d e c
     out = FirstStageFusion(ranked(['d']), weight=0, k=1, head=1, tail_weight=1, observed_weight=2)(inp)
     assert out.docno.tolist() == ['a', 'b', 'd', 'e', 'c']
-    # without an iteration column the observation order is the input order: the tail stays b c d e
+    # without an iteration column (plain re-ranking) the observation order is R_0's, then the documents absent from
+    # R_0 in input order. R_0 = d b: o = d 1, b 2, a 3, c 4, e 5. Head a; b 1/3 + 2/3 = 1, c 1/4 + 2/5 = .65,
+    # d 1/5 + 2/2 = 1.2, e 1/6 + 2/6 = .5 -> d b c e (with the input order as the observation order: b c d e)
     plain = inp.drop(columns='iteration')
+    assert FirstStageFusion(ranked(['d', 'b']), weight=0, k=1, head=1, observed_weight=2)(plain).docno.tolist() == [
+        'a', 'd', 'b', 'c', 'e']
+    # and with R_0 holding none of them, the input order: the tail stays b c d e
     assert FirstStageFusion(r0, weight=0, k=1, head=1, observed_weight=2)(plain).docno.tolist() == list('abcde')
     # observed weight 0 and no tail weight: the plain fusion (weight 0: the input order)
     assert FirstStageFusion(r0, weight=0, k=1, head=1)(inp).docno.tolist() == list('abcde')
