@@ -81,9 +81,10 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             appended to every system even with ``fusion`` 0 (whose head then keeps the system's own order).
         fusion_head: documents above the tail (default 10, what nDCG@10 sees).
         observed_fusion: that stage's weight of each search's observation order below the head
-            (``FirstStageFusion(observed_weight=...)``, by the ``iteration`` column every adaptive search writes; 0 =
-            none; None = 0, or GAREN+'s weight when ``fusion`` is set and ``tail_fusion`` is None); when set the
-            stage is appended to every system likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat
+            (``FirstStageFusion(observed_weight=...)``, by the ``iteration`` column every adaptive search writes;
+            plain re-ranking, which writes none, by the first stage's order; 0 = none; None = 0, or GAREN+'s weight
+            when ``fusion`` is set and ``tail_fusion`` is None); when set the stage is appended to every system
+            likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat
             fusion over the whole list.
 
     Raises:

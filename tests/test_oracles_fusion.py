@@ -205,6 +205,41 @@ def test_observed_weight_orders_the_tail_by_when_the_search_first_saw_a_document
         FirstStageFusion(r0, observed_weight=-1)
 
 
+def test_the_observation_rank_in_the_term_is_1_based():
+    """Head 0, weight 0, k 1, observation weight 1.5; input x y (i = 1, 2), y looked at first (o: y 1, x 2).
+    x 1/2 + 1.5/3 = 1, y 1/3 + 1.5/2 = 1.083 -> y x. With o counted from 0 (y 0, x 1) or from 2 (y 2, x 3) the
+    boundary weight moves from 1 to 1/3 or 2 and x stays first at 1.5 only when counted from 2: x 1/2 + 1.5/4 = .875,
+    y 1/3 + 1.5/3 = .833. Both ways of reading the observation order: the iteration column, and R_0's order for a
+    frame without one."""
+    by_iteration = frame(['x', 'y'], rank=[0, 1], iteration=[2, 1])
+    out = FirstStageFusion(frame(['z'], rank=[0]), weight=0, k=1, head=0, observed_weight=1.5)(by_iteration)
+    assert out.docno.tolist() == ['y', 'x']
+    # R_0 = y x at tail weight 0: only the observation term carries R_0 here
+    by_r0 = frame(['x', 'y'], rank=[0, 1])
+    out = FirstStageFusion(ranked(['y', 'x']), weight=0, k=1, head=0, tail_weight=0, observed_weight=1.5)(by_r0)
+    assert out.docno.tolist() == ['y', 'x']
+    # just below the boundary (weight .9) x stays first
+    out = FirstStageFusion(ranked(['y', 'x']), weight=0, k=1, head=0, tail_weight=0, observed_weight=0.9)(by_r0)
+    assert out.docno.tolist() == ['x', 'y']
+
+
+def test_fuse_first_stage_adds_no_observation_term_unless_weighted():
+    """The helper's default observation weight is 0. Input x y z (i = 1..3), z looked at first (o: z 1, x 2, y 3),
+    head 0, weights 0, k 1: without a weight the input order x y z; at weight 1, x 1/2 + 1/3 = .833,
+    y 1/3 + 1/4 = .583, z 1/4 + 1/2 = .75 -> x z y."""
+    from pyterrier_garen._fusion import fuse_first_stage
+    seen = {'z': 0, 'x': 1, 'y': 2}
+    assert fuse_first_stage(['x', 'y', 'z'], {}, 0.0, 1, tail_weight=0.0, head=0, observed=seen) == ['x', 'y', 'z']
+    assert fuse_first_stage(['x', 'y', 'z'], {}, 0.0, 1, tail_weight=0.0, head=0, observed=seen,
+                            observed_weight=1.0) == ['x', 'z', 'y']
+
+
+def test_a_bad_head_is_refused_by_name():
+    for bad in (-1, 1.5):
+        with pytest.raises(ValueError, match=r'^head must be an integer >= 0, got'):
+            FirstStageFusion(ranked(['a']), head=bad)
+
+
 def test_iteration_zero_is_a_first_look_and_only_negative_ones_count_as_last():
     """Input d1 d2 d3 (i = 1..3) first seen at iterations -1 (backfill), 1 and 0: observation order d3 d2 d1 (o = 0,
     1, 2; 1-based 1, 2, 3). Head 0, weight 0, observed weight 100, k 60: d1 1/61 + 100/63 = 1.6037, d2 1/62 +
