@@ -69,9 +69,10 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     input), so the head that nDCG@10 sees keeps its order while the tail leans on ``R_0`` more. ``observed_weight``
     adds ``observed_weight / (k + o)`` below the head, ``o`` the 1-based rank of the document in the order in which the
     search first looked at it: by the input's ``iteration`` column (what every adaptive search here and
-    pyterrier-adaptive's GAR write; a negative value, GAR's backfill, counts as last; ties in input order). A frame
-    without the column, such as plain re-ranking's, comes from a stage that looked at its pool in ``R_0``'s order, so
-    there ``o`` is the document's rank in ``R_0`` (documents absent from ``R_0`` last, in input order). Only the input's
+    pyterrier-adaptive's GAR write; a negative or missing value, GAR's backfill, counts as last; ties in input
+    order). A frame without the column (or a query with no value in it), such as plain re-ranking's, comes from a
+    stage that looked at its pool in ``R_0``'s order, so there ``o`` is the document's rank in ``R_0`` (documents
+    absent from ``R_0`` last, in input order). Only the input's
     documents are returned (unlike ``pyterrier_alpha.fusion.RRFusion``, which also adds documents found only in
     ``R_0``), so a re-ranker's budget and depth stay as they were. It is the fusion GAREN's ``fusion`` option
     applies inside the search:
@@ -118,6 +119,24 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
         queries = inp[[c for c in ('qid', 'query') if c in inp.columns]].drop_duplicates('qid')
         return _ranked(self.first_stage(queries))
 
+    def _first_seen(self, group: pd.DataFrame, docnos: List[str], rank0: Dict[str, int]) -> np.ndarray:
+        """When the search first looked at each document of one query: its ``iteration`` (negative or missing: last),
+        or, without a value in that column, its rank in ``R_0`` (a document absent from ``R_0``: last)."""
+        if 'iteration' in group.columns:
+            raw = group['iteration']
+            values = pd.to_numeric(raw, errors='coerce')
+            bad = values.isna() & raw.notna()
+            if bad.any():
+                at = int(np.flatnonzero(bad.to_numpy())[0])
+                raise ValueError(f'{self!r}: the input\'s iteration column must hold numbers (the step in which the '
+                                 f'search first looked at each document); got {raw.iloc[at]!r} for docno '
+                                 f'{docnos[at]!r}. Convert it with pd.to_numeric, or drop the column to take the first '
+                                 f'stage\'s order as the observation order')
+            if values.notna().any():
+                return values.where(values >= 0, np.inf).to_numpy(dtype=float)
+        # a re-ranker of R_0 (no search order of its own) looks at its pool in R_0's order
+        return np.array([rank0.get(d, np.inf) for d in docnos], dtype=float)
+
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Re-order every query's documents by the fused score."""
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
@@ -140,11 +159,7 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             position = {d: i for i, d in enumerate(docnos)}
             observed = None
             if self.observed_weight:
-                if 'iteration' in group.columns:
-                    first_seen = group['iteration'].where(group['iteration'] >= 0, np.inf).to_numpy(dtype=float)
-                else:  # a re-ranker of R_0 (no search order of its own) looks at its pool in R_0's order
-                    first_seen = np.array([rank0.get(d, np.inf) for d in docnos], dtype=float)
-                seen = np.lexsort((np.arange(len(group)), first_seen))
+                seen = np.lexsort((np.arange(len(group)), self._first_seen(group, docnos, rank0)))
                 observed = {docnos[j]: o for o, j in enumerate(seen)}
             fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head,
                                       observed=observed, observed_weight=self.observed_weight)

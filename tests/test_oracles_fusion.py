@@ -234,6 +234,28 @@ def test_fuse_first_stage_adds_no_observation_term_unless_weighted():
                             observed_weight=1.0) == ['x', 'z', 'y']
 
 
+def test_an_iteration_column_of_text_or_without_values():
+    """Input x y z (i = 1..3), head 0, weights 0, k 1, observation weight 1: x 1/2 + 1/(1 + o_x), and so on.
+    Iterations '2' '1' '0' (numbers as text) read as 2 1 0: o z 1, y 2, x 3 -> x .75, y .667, z .75 -> x z y (x and
+    z tie, input order). No value in the column (None) reads as no column: R_0 = z y x gives the same o, so x z y
+    again (the input order x y z would come back if the missing values counted as ties). A value that is not a
+    number is refused by name, with the fix."""
+    r0 = ranked(['z', 'y', 'x'])
+    stage = FirstStageFusion(r0, weight=0, k=1, head=0, tail_weight=0, observed_weight=1)
+    assert stage(frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=['2', '1', '0'])).docno.tolist() == ['x', 'z', 'y']
+    assert stage(frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=[2, 1, 0])).docno.tolist() == ['x', 'z', 'y']
+    assert stage(frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=[None] * 3)).docno.tolist() == ['x', 'z', 'y']
+    # a missing value beside real ones counts as last, as GAR's backfill does: o y 1, z 2, x 3 ->
+    # x .75, y .833, z .583 -> y x z
+    assert stage(frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=[None, 0, 1])).docno.tolist() == ['y', 'x', 'z']
+    with pytest.raises(ValueError, match=r"iteration column must hold numbers .*got 'late' for docno 'y'.*"
+                                         r"pd\.to_numeric"):
+        stage(frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=['0', 'late', '1']))
+    # at observation weight 0 the column is not read
+    assert FirstStageFusion(r0, weight=0, k=1, head=0, tail_weight=0)(
+        frame(['x', 'y', 'z'], rank=[0, 1, 2], iteration=['0', 'late', '1'])).docno.tolist() == ['x', 'y', 'z']
+
+
 def test_a_bad_head_is_refused_by_name():
     for bad in (-1, 1.5):
         with pytest.raises(ValueError, match=r'^head must be an integer >= 0, got'):
