@@ -84,8 +84,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             (``FirstStageFusion(observed_weight=...)``, by the ``iteration`` column every adaptive search writes;
             plain re-ranking, which writes none, by the first stage's order; 0 = none; None = 0, or GAREN+'s weight
             when ``fusion`` is set and ``tail_fusion`` is None); when set the stage is appended to every system
-            likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat
-            fusion over the whole list.
+            likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat fusion over the whole list.
 
     Raises:
         ValueError: for an unknown system name or a non-positive budget.
