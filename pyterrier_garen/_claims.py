@@ -7,6 +7,7 @@ docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
 * :func:`budget_monotonicity`: does a measure (R@100) never fall as the budget grows?
   :func:`monotonicity_summary` counts its rows per system and reranker.
 * :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
+  :func:`fusion_weight_margins` asks it with every system at its own best weight of the shared fusion stage.
 * :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
 * :func:`load_per_query` and :func:`stratified_paired_test`: the per-query values ``strength_sweep.py`` writes beside
   each CSV, so that :func:`baseline_margins` can say whether a margin is more than the queries' noise (``p``).
@@ -29,7 +30,8 @@ import pandas as pd
 from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
-__all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'strength_response',
+__all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'fusion_weight_margins',
+           'strength_response',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
            'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
 
@@ -407,6 +409,89 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                'delta_max', *(f'delta:{c}' for c in collections),
                *(['low', 'high', 'p', 'verdict'] if queries is not None else [])]
     return pd.DataFrame(rows, columns=columns)
+
+
+def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'GAREN+',
+                          baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'), *,
+                          budgets: Optional[Sequence[int]] = None, rerankers: Optional[Sequence[str]] = None,
+                          measures: Sequence[str] = _MEASURES,
+                          perqueries: Optional[Mapping[float, pd.DataFrame]] = None,
+                          alpha: float = ALPHA) -> Tuple[pd.DataFrame, pd.DataFrame]:
+    """Every system at its own best weight of the shared fusion stage: :func:`baseline_margins` after tuning.
+
+    ``tables`` maps a fusion weight (``strength_sweep.py --fusion W``) to the sweep rows run at that weight. For each
+    budget, reranker and measure, each system's weight is the one with its best mean over the collections (each
+    collection's value the mean over the system's runs there; the lighter weight on a tie), chosen from the weights
+    at which the system has the cell in every collection. Then ``system`` at its weight is compared with the best
+    of ``baselines``, each at its own weight, exactly as :func:`baseline_margins` compares them (with
+    ``perqueries``, the per-query rows at each weight, also the paired test). The weights are chosen on the
+    same queries they are judged on, for every system alike: an upper bound of what tuning the stage could give
+    each one, not a setting to ship.
+
+    Returns:
+        ``(values, margins)``. ``values``: ``budget, reranker, measure, system``, one column per weight (its mean
+        over the collections; NaN where a collection lacks the cell) and ``best_weight``. ``margins``: the columns of
+        :func:`baseline_margins` with ``weight`` (the system's) after ``measure`` and ``best_weight`` (the best
+        baseline's) after ``best``.
+
+    Raises:
+        ValueError: for no weights, a negative or non-finite weight, or a weight's table without any row of
+            ``system``.
+    """
+    if not tables:
+        raise ValueError('no fusion weights: give at least one {weight: sweep table}')
+    weights = sorted(tables)
+    for w in weights:
+        check_number('fusion weight', w, low=0, note='the --fusion W each table was run with')
+        if not (tables[w].system == system).any():
+            raise ValueError(f'the table of fusion weight {w:g} has no row of {system!r}; its systems are '
+                             f'{sorted(tables[w].system.unique())}')
+    names = [system] + [b for b in baselines if b != system]
+    frames = {w: _prepared(tables[w]) for w in weights}
+    collections = list(dict.fromkeys(c for w in weights for c in frames[w].collection))
+    cells = pd.concat([f[['budget', 'r']] for f in frames.values()]).drop_duplicates()
+    budgets = sorted(cells.budget.unique()) if budgets is None else [int(b) for b in budgets]
+    everything = pd.concat([f.assign(weight=w) for w, f in frames.items()], ignore_index=True)
+    value_rows, margin_rows = [], []
+    for budget in budgets:
+        for r in _rerankers(everything[everything.budget == budget], rerankers):
+            cell = everything[(everything.budget == budget) & (everything.r == r)]
+            if cell.empty:
+                continue  # no sweep ran this budget with this reranker
+            per = cell.groupby(['system', 'weight', 'collection'])[list(measures)].mean()
+            complete = per.groupby(level=['system', 'weight']).size() == len(collections)
+            mean = per.groupby(level=['system', 'weight']).mean()
+            for measure in measures:
+                chosen = {}
+                for name in names:
+                    row = {'budget': int(budget), 'reranker': r, 'measure': measure, 'system': name}
+                    scores = {}
+                    for w in weights:
+                        ok = (name, w) in complete.index and complete.loc[(name, w)]
+                        row[w] = float(mean.loc[(name, w), measure]) if ok else np.nan
+                        if ok:
+                            scores[w] = row[w]
+                    # the best mean; the lighter weight on a tie
+                    chosen[name] = max(scores, key=lambda w: (scores[w], -w)) if scores else None
+                    row['best_weight'] = chosen[name] if scores else np.nan
+                    value_rows.append(row)
+                if any(chosen[n] is None for n in names):
+                    continue  # someone lacks the cell at every weight
+                picked = pd.concat([tables[chosen[n]][tables[chosen[n]].system == n] for n in names])
+                queries = None
+                if perqueries is not None:
+                    queries = pd.concat([perqueries[chosen[n]][perqueries[chosen[n]].system == n] for n in names])
+                margin = baseline_margins(picked, system, [n for n in names if n != system], budgets=[budget],
+                                          rerankers=[r], measures=[measure], perquery=queries, alpha=alpha)
+                if len(margin):
+                    row = margin.iloc[0].to_dict()
+                    row['weight'], row['best_weight'] = chosen[system], chosen[row['best']]
+                    margin_rows.append(row)
+    values = pd.DataFrame(value_rows, columns=['budget', 'reranker', 'measure', 'system', *weights, 'best_weight'])
+    margin_columns = ['budget', 'reranker', 'measure', 'weight', 'best', 'best_weight', 'best_value', 'value', 'delta',
+                      'holds', 'delta_min', 'delta_max', *(f'delta:{c}' for c in collections),
+                      *(['low', 'high', 'p', 'verdict'] if perqueries is not None else [])]
+    return values, pd.DataFrame(margin_rows, columns=margin_columns)
 
 
 def _runs(raw: pd.DataFrame, system: str, budget: int, r: str) -> pd.DataFrame:

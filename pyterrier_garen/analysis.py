@@ -28,9 +28,9 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, load_per_query, load_sweeps,
-                      monotonicity_summary, per_query_path, provenance_notes, strength_response,
-                      stratified_paired_interval, stratified_paired_test, sweep_provenance)
+from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, fusion_weight_margins,
+                      load_per_query, load_sweeps, monotonicity_summary, per_query_path, provenance_notes,
+                      strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
@@ -46,7 +46,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'check_sweep_arguments', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
-           'strength_response',
+           'fusion_weight_margins', 'strength_response',
            'load_per_query', 'per_query_path', 'stratified_paired_test', 'stratified_paired_interval', 'ALPHA',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
 

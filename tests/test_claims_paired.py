@@ -316,3 +316,104 @@ def test_load_per_query_minilm_rows_missing_rows_and_small_differences(tmp_path)
     moved.drop(columns='collection').to_csv(side, index=False, compression='gzip')
     with pytest.raises(ValueError, match='does not match'):
         analysis.load_per_query({'a': a})
+
+
+def weighted_rows():
+    """S, B1 and B2 at fusion weights .1 and 1 on collections c1 and c2 (three queries each), sigma 1, seed 0,
+    budget 100. Per query the nDCG@10 values are mean - .01, mean, mean + .01 (S at its chosen weight, 1: the
+    spread is wider, mean - .1, mean, mean + .1); R@100 is one value for every query."""
+    means = {  # (weight, system, collection): (nDCG@10, R@100)
+        (.1, 'S', 'c1'): (.50, .7), (.1, 'S', 'c2'): (.30, .7),
+        (1., 'S', 'c1'): (.60, .7), (1., 'S', 'c2'): (.30, .7),
+        (.1, 'B1', 'c1'): (.44, .6), (.1, 'B1', 'c2'): (.44, .6),
+        (1., 'B1', 'c1'): (.40, .8), (1., 'B1', 'c2'): (.40, .8),
+        (.1, 'B2', 'c1'): (.30, .7), (.1, 'B2', 'c2'): (.50, .7),
+        (1., 'B2', 'c1'): (.70, .9),  # B2: no c2 at 1
+    }
+    out = {.1: [], 1.: []}
+    for (w, system, collection), (ndcg, recall) in means.items():
+        spread = .1 if (w, system) == (1., 'S') else .01
+        for q, v in enumerate((ndcg - spread, ndcg, ndcg + spread)):
+            out[w].append({'collection': collection, 'system': system, 'reranker': 'simulated', 'sigma': 1.0,
+                           'noise_seed': 0.0, 'partition_seed': 42, 'budget': 100, 'qid': f'q{q}',
+                           'nDCG@10': v, 'R@100': recall})
+    return {w: pd.DataFrame(rows) for w, rows in out.items()}
+
+
+def test_fusion_weight_margins_by_hand():
+    perqueries = weighted_rows()
+    tables = {w: means(frame) for w, frame in perqueries.items()}
+    values, margins = analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'], perqueries=perqueries)
+    values = values.set_index(['measure', 'system'])
+    # nDCG@10, mean over c1 and c2: S .40 at .1, .45 at 1 -> 1; B1 .44 at .1, .40 at 1 -> .1; B2 .40 at .1, and no
+    # value at 1 (c2 missing: the .70 of c1 alone must not win) -> .1
+    assert values.loc[('nDCG@10', 'S'), [.1, 1.]].tolist() == pytest.approx([.40, .45])
+    assert math.isnan(values.loc[('nDCG@10', 'B2'), 1.])
+    assert values.best_weight.tolist() == [1., .1, .1, .1, 1., .1]  # nDCG@10: S B1 B2, then R@100: S B1 B2
+    # R@100: S .7 at both weights -> the lighter, .1; B1 .6 / .8 -> 1; B2 .7 at .1 only -> .1
+    ndcg, recall = (margins[margins.measure == m].iloc[0] for m in ('nDCG@10', 'R@100'))
+    # S at 1 (.45) against the best baseline at its own weight: B1 at .1 (.44) beats B2 at .1 (.40): +.01; per
+    # collection the best baseline of that collection: c1 .60 - max(.44, .30) = .16, c2 .30 - max(.44, .50) = -.20
+    assert (ndcg.weight, ndcg.best, ndcg.best_weight) == (1., 'B1', .1)
+    assert (ndcg.best_value, ndcg.value, ndcg.delta) == pytest.approx((.44, .45, .01))
+    assert (ndcg['delta:c1'], ndcg['delta:c2']) == pytest.approx((.16, -.20))
+    # paired over the chosen weights' queries: c1 S at 1 (.5 .6 .7) - B1 at .1 (.43 .44 .45) = .07 .16 .25;
+    # c2 (.2 .3 .4) - (.43 .44 .45) = -.23 -.14 -.05; S's rows at .1 would give .06 .06 .06 and -.15 -.14 -.13
+    assert ndcg.p == pytest.approx(analysis.stratified_paired_test([[.07, .16, .25], [-.23, -.14, -.05]]))
+    assert ndcg.verdict == 'tie'
+    # R@100: S at .1 (.7) against B1 at 1 (.8), the better of B1 and B2 (.7): -.1 on every query, so p = 0, behind
+    assert (recall.weight, recall.best, recall.best_weight) == (.1, 'B1', 1.)
+    assert recall.delta == pytest.approx(-.1)
+    assert recall.verdict == 'behind'
+    # without per-query rows: the same cells, no test columns
+    plain = analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'])[1]
+    assert 'p' not in plain.columns
+    assert plain.delta.tolist() == pytest.approx([.01, -.1])
+
+
+def test_fusion_weight_margins_refuses_what_it_cannot_weigh():
+    tables = {w: means(frame) for w, frame in weighted_rows().items()}
+    with pytest.raises(ValueError, match='no fusion weights'):
+        analysis.fusion_weight_margins({}, 'S')
+    with pytest.raises(ValueError, match='^fusion weight must be'):
+        analysis.fusion_weight_margins({-1.: tables[.1]}, 'S')
+    with pytest.raises(ValueError, match=r"the table of fusion weight 1 has no row of 'X'; its systems are "
+                                         r"\['B1', 'B2', 'S'\]"):
+        analysis.fusion_weight_margins({1.: tables[1.]}, 'X')
+    # a cell where the system has no complete weight is left out of the margins (B2 alone lacks c2 at 1)
+    only_one = {1.: tables[1.]}
+    values, margins = analysis.fusion_weight_margins(only_one, 'S', ['B1', 'B2'])
+    assert len(margins) == 0
+    assert values.best_weight.isna().tolist() == [False, False, True] * 2
+
+
+def test_fusion_weights_command(tmp_path, capsys):
+    script = load_script('examples/fusion_weights.py')
+    perqueries = weighted_rows()
+    args = []
+    for w, frame in perqueries.items():
+        for c in ('c1', 'c2'):
+            part = frame[frame.collection == c]
+            if len(part):
+                args.append(f'{w:g}:{c}={write_sweep(tmp_path, f"w{w:g}-{c}", part)}')
+    common = args + ['--system', 'S', '--baselines', 'B1', 'B2', '--margin-budgets', '100']
+    script.main(common + ['--paired'])
+    text = capsys.readouterr().out
+    # the values by hand in test_fusion_weight_margins_by_hand: S .40 / .45, best 1; B2 has no value at 1
+    assert '| 100 | sigma=1 | nDCG@10 | S | 0.4000 | 0.4500 | 1 |' in text
+    assert '| 100 | sigma=1 | nDCG@10 | B2 | 0.4000 | - | 0.1 |' in text
+    p = analysis.stratified_paired_test([[.07, .16, .25], [-.23, -.14, -.05]])
+    assert '| 100 | sigma=1 | nDCG@10 | 1 | B1 | 0.1 | 0.4400 | 0.4500 | +0.0100 | yes |' in text
+    assert f'{p:.4f} | tie |' in text
+    assert '1 of 2 cells hold; 0 ahead, 1 tie, 1 behind at p < 0.05' in text
+    assert '| 200 |' not in text  # a budget no sweep ran: no rows
+    assert '| 1 | c1 |' in text
+    assert 'no provenance record beside 4 of 4 files' in text
+    script.main(common)
+    assert '| p | verdict |' not in capsys.readouterr().out
+    with pytest.raises(SystemExit, match='expected WEIGHT:COLLECTION=PATH'):
+        script.main([args[0].split(':', 1)[1]])
+    with pytest.raises(SystemExit, match='expected WEIGHT:COLLECTION=PATH'):
+        script.main(['nan:' + args[0].split(':', 1)[1]])
+    with pytest.raises(SystemExit, match='every weight must name the same collections; got 0.1: c1, c2; 1: c1'):
+        script.main([a for a in args if not a.startswith('1:c2')])

@@ -1,0 +1,108 @@
+"""Issue 16's margin with every system at its own best weight of the shared fusion stage.
+
+    python examples/fusion_weights.py 0.1:cranfield=cranfield.csv 0.1:vaswani=vaswani.csv \\
+        1:cranfield=fusion1-cranfield.csv 1:vaswani=fusion1-vaswani.csv --paired
+
+Each argument is WEIGHT:COLLECTION=PATH[,PATH...]: the CSVs examples/strength_sweep.py wrote for that collection
+with --fusion WEIGHT (comma-separated when it was run in parts). Every weight must name the same collections.
+Prints, per budget (--margin-budgets), reranker (--rerankers) and measure:
+
+1. each system's value at each weight (the mean over the collections) and the weight where it is best (the lighter
+   one on a tie);
+2. --system at its best weight against the best of --baselines, each at its own best weight, on the mean over the
+   collections (analysis.fusion_weight_margins); with --paired, also each margin's p-value, interval and verdict,
+   as sweep_verdict.py --paired gives them.
+
+The weights are chosen on the same queries they are judged on, for every system alike: the table is an upper bound
+of what tuning the stage could give each system, not a setting to ship. Last comes where the CSVs came from. Reads
+only the CSVs: nothing is run.
+"""
+import argparse
+import os
+import sys
+
+import pandas as pd
+
+from pyterrier_garen import analysis
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sweep_verdict import markdown, parse_files, signed  # noqa: E402  (the sibling script's table helpers)
+
+
+def parse_weighted(items):
+    """``['0.1:a=x.csv,y.csv', '1:a=z.csv']`` -> ``{0.1: {'a': ['x.csv', 'y.csv']}, 1.0: {'a': ['z.csv']}}``."""
+    out = {}
+    for item in items:
+        weight, sep, rest = item.partition(':')
+        try:
+            w = float(weight)
+        except ValueError:
+            w = None
+        if not sep or w is None or not w >= 0 or w == float('inf'):
+            raise SystemExit(f'{item!r}: expected WEIGHT:COLLECTION=PATH[,PATH...] with WEIGHT the --fusion the '
+                             f'sweep ran with, e.g. 0.1:cranfield=cranfield.csv')
+        for name, paths in parse_files([rest]).items():
+            out.setdefault(w, {}).setdefault(name, []).extend(paths)
+    collections = {w: sorted(files) for w, files in out.items()}
+    if len({tuple(c) for c in collections.values()}) > 1:
+        raise SystemExit('error: every weight must name the same collections; got ' +
+                         '; '.join(f'{w:g}: {", ".join(c)}' for w, c in sorted(collections.items())))
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('files', nargs='+', metavar='WEIGHT:COLLECTION=PATH[,PATH...]')
+    parser.add_argument('--system', default='GAREN+', help='the system compared (default: GAREN+)')
+    parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
+    parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
+    parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
+                        help="rerankers compared ('sigma=S' or 'MiniLM'; one the CSVs lack is skipped)")
+    parser.add_argument('--paired', action='store_true',
+                        help="each margin's p-value and verdict, from the per-query files beside the CSVs")
+    parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
+                        help='significance level of the --paired verdict (default: %(default)s)')
+    args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
+    weighted = parse_weighted(args.files)
+    try:
+        tables = {w: analysis.load_sweeps(files) for w, files in weighted.items()}
+        perqueries = {w: analysis.load_per_query(files) for w, files in weighted.items()} if args.paired else None
+        provenance = pd.concat([analysis.sweep_provenance(files).assign(weight=w) for w, files in weighted.items()],
+                               ignore_index=True)
+        present = set.union(*(set(t.reranker.where(t.reranker == 'MiniLM', 'sigma=' + t.sigma.map('{:g}'.format)))
+                              for t in tables.values()))
+        rerankers = [r for r in args.rerankers if r in present]
+        values, margins = analysis.fusion_weight_margins(tables, args.system, args.baselines,
+                                                         budgets=args.margin_budgets, rerankers=rerankers,
+                                                         perqueries=perqueries, alpha=args.alpha)
+    except (OSError, ValueError) as ex:
+        raise SystemExit(f'error: {ex}') from ex
+    weights = sorted(tables)
+    collections = sorted(next(iter(weighted.values())))
+    print(f'collections: {", ".join(collections)}; fusion weights: {", ".join(f"{w:g}" for w in weights)}; '
+          f'{args.system} against the best of {", ".join(args.baselines)}, each at its own best weight\n')
+    print('**1. Each system at each weight (mean over the collections)**\n')
+    shown = values.rename(columns={w: f'{w:g}' for w in weights})
+    print(markdown(shown.assign(best_weight=shown.best_weight.map(lambda w: '-' if w != w else f'{w:g}'))))
+    print(f'\n**2. {args.system} at its best weight against the best baseline at its own**\n')
+    per = [c for c in margins.columns if c.startswith('delta:')]
+    interval = ['low', 'high'] if perqueries is not None else []
+    shown = signed(margins, ['delta', 'delta_min', 'delta_max', *per, *interval])
+    for column in ('weight', 'best_weight'):
+        shown[column] = shown[column].map(lambda w: f'{w:g}')
+    print(markdown(shown))
+    print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold' +
+          ('' if perqueries is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
+                                                         ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}'))
+    print('\n**Where the CSVs came from**\n')
+    shown = provenance.assign(weight=provenance.weight.map(lambda w: f'{w:g}'))
+    print(markdown(shown[['weight', 'collection', 'file', 'status', 'code', 'date', 'queries']]))
+    print()
+    for note in analysis.provenance_notes(provenance):
+        print(f'- {note}')
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
