@@ -435,8 +435,8 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
         baseline's) after ``best``.
 
     Raises:
-        ValueError: for no weights, a negative or non-finite weight, or a weight's table without any row of
-            ``system``.
+        ValueError: for no weights, a negative or non-finite weight, a weight's table without any row of
+            ``system``, or per-query rows for other weights than the tables'.
     """
     if not tables:
         raise ValueError('no fusion weights: give at least one {weight: sweep table}')
@@ -446,6 +446,9 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
         if not (tables[w].system == system).any():
             raise ValueError(f'the table of fusion weight {w:g} has no row of {system!r}; its systems are '
                              f'{sorted(tables[w].system.unique())}')
+    if perqueries is not None and set(perqueries) != set(weights):
+        raise ValueError(f'the per-query rows are for fusion weights {sorted(perqueries)}, the tables for '
+                         f'{weights}: give both for the same weights')
     names = [system] + [b for b in baselines if b != system]
     frames = {w: _prepared(tables[w]) for w in weights}
     collections = list(dict.fromkeys(c for w in weights for c in frames[w].collection))

@@ -380,6 +380,9 @@ def test_fusion_weight_margins_refuses_what_it_cannot_weigh():
     with pytest.raises(ValueError, match=r"the table of fusion weight 1 has no row of 'X'; its systems are "
                                          r"\['B1', 'B2', 'S'\]"):
         analysis.fusion_weight_margins({1.: tables[1.]}, 'X')
+    with pytest.raises(ValueError, match=r'per-query rows are for fusion weights \[0\.1\], the tables for '
+                                         r'\[0\.1, 1\.0\]'):
+        analysis.fusion_weight_margins(tables, 'S', perqueries={.1: weighted_rows()[.1]})
     # a cell where the system has no complete weight is left out of the margins (B2 alone lacks c2 at 1)
     only_one = {1.: tables[1.]}
     values, margins = analysis.fusion_weight_margins(only_one, 'S', ['B1', 'B2'])
