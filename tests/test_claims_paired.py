@@ -420,3 +420,62 @@ def test_fusion_weights_command(tmp_path, capsys):
         script.main(['nan:' + args[0].split(':', 1)[1]])
     with pytest.raises(SystemExit, match='every weight must name the same collections; got 0.1: c1, c2; 1: c1'):
         script.main([a for a in args if not a.startswith('1:c2')])
+
+
+def two_cell_rows():
+    """GAREN+, GAR, SlideGAR and RGS at weights .1 and 1, collections c1 and c2, budgets 100 and 200, sigma 1 (seed
+    0) and MiniLM, three queries each. Every cell has GAREN+ at .2 and the baselines at .3, except budget 200 with
+    MiniLM: GAREN+ .50 / .60 (weights .1 / 1), GAR .55 / .52, SlideGAR .40 / .58, RGS .30 / .30. Per query the
+    value is the mean - .02, the mean, the mean + .02; GAREN+ at 1 in that cell spreads by .05. R@100 is .7."""
+    special = {('GAREN+', .1): .50, ('GAREN+', 1.): .60, ('GAR', .1): .55, ('GAR', 1.): .52,
+               ('SlideGAR', .1): .40, ('SlideGAR', 1.): .58, ('RGS', .1): .30, ('RGS', 1.): .30}
+    out = {.1: [], 1.: []}
+    for w in out:
+        for system in ('GAREN+', 'GAR', 'SlideGAR', 'RGS'):
+            for collection in ('c1', 'c2'):
+                for budget in (100, 200):
+                    for r in ('sigma=1', 'MiniLM'):
+                        mean = special[(system, w)] if (budget, r) == (200, 'MiniLM') else \
+                            .2 if system == 'GAREN+' else .3
+                        spread = .05 if (system, w, budget, r) == ('GAREN+', 1., 200, 'MiniLM') else .02
+                        for q, v in enumerate((mean - spread, mean, mean + spread)):
+                            out[w].append({'collection': collection, 'system': system,
+                                           'reranker': 'MiniLM' if r == 'MiniLM' else 'simulated',
+                                           'sigma': math.nan if r == 'MiniLM' else 1.0,
+                                           'noise_seed': math.nan if r == 'MiniLM' else 0.0,
+                                           'partition_seed': 42, 'budget': budget, 'qid': f'q{q}',
+                                           'nDCG@10': v, 'R@100': .7})
+    return {w: pd.DataFrame(rows) for w, rows in out.items()}
+
+
+def test_fusion_weight_margins_picks_each_cell_by_its_own_rows():
+    perqueries = two_cell_rows()
+    tables = {w: means(frame) for w, frame in perqueries.items()}
+    # the defaults: GAREN+ against GAR, SlideGAR and RGS; budget 200 with MiniLM only; sigma 2 is in no table
+    values, margins = analysis.fusion_weight_margins(tables, budgets=[200], rerankers=['sigma=2', 'MiniLM'],
+                                                     perqueries=perqueries)
+    assert set(values.budget) == {200}
+    assert set(values.reranker) == {'MiniLM'}
+    ndcg = margins[margins.measure == 'nDCG@10'].iloc[0]
+    # GAREN+ best at 1 (.60); GAR at .1 (.55), SlideGAR at 1 (.58), RGS .30 at both -> .1: SlideGAR at 1, +.02
+    assert (ndcg.weight, ndcg.best, ndcg.best_weight) == (1., 'SlideGAR', 1.)
+    assert (ndcg.best_value, ndcg.value, ndcg.delta) == pytest.approx((.58, .60, .02))
+    # per query (.55 .60 .65) - (.56 .58 .60) = -.01 .02 .05 in both collections; p about .18: a tie at .05
+    deltas = [[-.01, .02, .05], [-.01, .02, .05]]
+    assert ndcg.p == pytest.approx(analysis.stratified_paired_test(deltas))
+    assert .05 < ndcg.p < .2
+    assert ndcg.verdict == 'tie'
+    # alpha reaches the test: at .2 the same margin is ahead
+    lenient = analysis.fusion_weight_margins(tables, budgets=[200], rerankers=['MiniLM'], perqueries=perqueries,
+                                             alpha=.2)[1]
+    assert lenient.verdict.tolist() == ['ahead', 'tie']  # R@100: .7 for all, nothing differs
+    # every other cell: GAREN+ .2 against .3 at both weights, -.1
+    rest = analysis.fusion_weight_margins(tables, budgets=[100], rerankers=['sigma=1'])[1]
+    assert rest.delta.tolist() == pytest.approx([-.1, 0.])
+    assert rest.best_weight.tolist() == [.1, .1]  # ties at every weight: the lighter
+    # nothing asked for that the tables have: empty tables with their columns
+    values, margins = analysis.fusion_weight_margins(tables, budgets=[400])
+    assert list(values.columns) == ['budget', 'reranker', 'measure', 'system', .1, 1., 'best_weight']
+    assert values.empty
+    assert margins.empty
+    assert list(margins.columns[:6]) == ['budget', 'reranker', 'measure', 'weight', 'best', 'best_weight']
