@@ -25,8 +25,8 @@ import pandas as pd
 
 from pyterrier_garen import analysis
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from sweep_verdict import markdown, parse_files, signed  # noqa: E402  (the sibling script's table helpers)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
+from sweep_verdict import add_paired_arguments, markdown, parse_checked, parse_files, signed  # noqa: E402
 
 
 def parse_weighted(items):
@@ -58,13 +58,8 @@ def main(argv=None):
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers compared ('sigma=S' or 'MiniLM'; one the CSVs lack is skipped)")
-    parser.add_argument('--paired', action='store_true',
-                        help="each margin's p-value and verdict, from the per-query files beside the CSVs")
-    parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
-                        help='significance level of the --paired verdict (default: %(default)s)')
-    args = parser.parse_args(argv)
-    if not 0 < args.alpha < 1:
-        parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
+    add_paired_arguments(parser, "each margin's p-value and verdict, from the per-query files beside the CSVs")
+    args = parse_checked(parser, argv)
     weighted = parse_weighted(args.files)
     try:
         tables = {w: analysis.load_sweeps(files) for w, files in weighted.items()}

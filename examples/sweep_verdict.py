@@ -72,6 +72,21 @@ def signed(frame, columns):
     return out
 
 
+def add_paired_arguments(parser, paired_help):
+    """``--paired`` (with ``paired_help``) and ``--alpha``, as every verdict script takes them."""
+    parser.add_argument('--paired', action='store_true', help=paired_help)
+    parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
+                        help='significance level of the --paired verdict (default: %(default)s)')
+
+
+def parse_checked(parser, argv):
+    """``parser.parse_args(argv)``, refusing an ``--alpha`` outside (0, 1) with the fix."""
+    args = parser.parse_args(argv)
+    if not 0 < args.alpha < 1:
+        parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
+    return args
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('files', nargs='+', metavar='COLLECTION=PATH[,PATH...]')
@@ -91,13 +106,9 @@ def main(argv=None):
     parser.add_argument('--weak', type=float, default=2.0)
     parser.add_argument('--strong', type=float, default=0.25)
     parser.add_argument('--csv-dir', help='also write monotonicity.csv, margins.csv and response.csv here')
-    parser.add_argument('--paired', action='store_true',
-                        help="table 2 with each margin's p-value and verdict, from the per-query files beside the CSVs")
-    parser.add_argument('--alpha', type=float, default=analysis.ALPHA,
-                        help='significance level of the --paired verdict (default: %(default)s)')
-    args = parser.parse_args(argv)
-    if not 0 < args.alpha < 1:
-        parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
+    add_paired_arguments(parser, "table 2 with each margin's p-value and verdict, from the per-query files beside "
+                                 "the CSVs")
+    args = parse_checked(parser, argv)
     files = parse_files(args.files)
     try:
         table = analysis.load_sweeps(files)
