@@ -345,6 +345,9 @@ def test_script_options_in_the_docs_exist(path):
         for script, rest in re.findall(r'python ((?:bench|examples|notebooks|docs)/[\w/]+\.py)([^`|;]*)', line):
             assert (ROOT / script).is_file(), f'{path.name}: {script} does not exist'
             source = (ROOT / script).read_text()
+            for sibling in re.findall(r'^from (\w+) import', source, re.M):  # options a sibling script adds
+                if (ROOT / script).with_name(f'{sibling}.py').is_file():
+                    source += (ROOT / script).with_name(f'{sibling}.py').read_text()
             forwards = re.search(r"main\(\['([\w-]+)', \*sys\.argv\[1:\]\]\)", source)  # a command's alias
             for option in re.findall(r'(?<![\w-])(--[a-z][\w-]*)', rest):
                 known = option in _command_options()[forwards.group(1)] if forwards else \
