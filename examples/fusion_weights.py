@@ -37,8 +37,8 @@ def parse_weighted(items):
         try:
             w = float(weight)
         except ValueError:
-            w = None
-        if not sep or w is None or not w >= 0 or w == float('inf'):
+            w = float('nan')
+        if not sep or not 0 <= w < float('inf'):
             raise SystemExit(f'{item!r}: expected WEIGHT:COLLECTION=PATH[,PATH...] with WEIGHT the --fusion the '
                              f'sweep ran with, e.g. 0.1:cranfield=cranfield.csv')
         for name, paths in parse_files([rest]).items():
@@ -66,11 +66,8 @@ def main(argv=None):
         perqueries = {w: analysis.load_per_query(files) for w, files in weighted.items()} if args.paired else None
         provenance = pd.concat([analysis.sweep_provenance(files).assign(weight=w) for w, files in weighted.items()],
                                ignore_index=True)
-        present = set.union(*(set(t.reranker.where(t.reranker == 'MiniLM', 'sigma=' + t.sigma.map('{:g}'.format)))
-                              for t in tables.values()))
-        rerankers = [r for r in args.rerankers if r in present]
         values, margins = analysis.fusion_weight_margins(tables, args.system, args.baselines,
-                                                         budgets=args.margin_budgets, rerankers=rerankers,
+                                                         budgets=args.margin_budgets, rerankers=args.rerankers,
                                                          perqueries=perqueries, alpha=args.alpha)
     except (OSError, ValueError) as ex:
         raise SystemExit(f'error: {ex}') from ex
