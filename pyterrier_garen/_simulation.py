@@ -40,7 +40,14 @@ def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple
     if missing:
         raise ValueError(f'{context}: qrels must be a DataFrame with qid, docno and label columns; missing {missing} '
                          '(e.g. pass dataset.get_qrels())')
-    labels = np.clip(qrels['label'].to_numpy(dtype=float), 0, None)  # negative codes (-1, -100 excluded) count as 0
+    numbers = pd.to_numeric(qrels['label'], errors='coerce').to_numpy(dtype=float)  # '2' read from text is 2
+    bad = np.flatnonzero(~np.isfinite(numbers))
+    if len(bad):
+        row = qrels.iloc[bad[0]]
+        raise ValueError(f'{context}: qrels labels must be finite numbers (relevance grades); {len(bad)} are not, '
+                         f'the first for qid {row["qid"]!r}, docno {row["docno"]!r}: {row["label"]!r}; fix or drop '
+                         'those rows of the qrels')
+    labels = np.clip(numbers, 0, None)  # negative codes (-1, -100 excluded) count as 0
     if binary:
         labels = (labels > 0).astype(float)
     return dict(zip(zip(qrels['qid'].astype(str), qrels['docno'].astype(str)), labels.tolist()))
@@ -177,8 +184,8 @@ class ListwiseView(Rebuildable, pt.Transformer):
         out = self.reranker(inp).reset_index(drop=True)
         codes = pd.factorize(out['qid'].to_numpy())[0]
         order = np.lexsort((np.arange(len(out)), -out['score'].to_numpy(dtype=float), codes))
-        counts = np.bincount(codes) if len(out) else np.zeros(0, dtype=np.int64)
-        first = np.r_[0, np.cumsum(counts)[:-1]] if len(out) else counts  # start of each query in the sorted rows
+        counts = np.bincount(codes)  # rows per query (empty for an empty frame)
+        first = np.r_[0, np.cumsum(counts)[:-1]]  # start of each query in the sorted rows
         position = np.empty(len(out), dtype=np.int64)
         position[order] = np.arange(len(order)) - first[codes[order]]
         return out.assign(score=(counts[codes] - position).astype(float), rank=position)
