@@ -152,7 +152,7 @@ def test_a_document_keeps_at_least_16_tokens_and_a_cut_query_names_the_context()
 
 
 class Faulty(StubEngine):
-    """Fails a request whose document says ``boom``; answers P(yes) = 1 for ``sure``."""
+    """Fails a request whose document says ``boom``; answers P(yes) = 1 for ``sure`` and NaN for ``odd``."""
 
     def yes_no(self, conversations, **kwargs):
         if any('boom' in c[1]['content'] for c in conversations):
@@ -161,21 +161,26 @@ class Faulty(StubEngine):
         for answer, conversation in zip(answers, conversations):
             if 'sure' in conversation[1]['content']:
                 answer.probability = 1.0
+            if 'odd' in conversation[1]['content']:
+                answer.probability = float('nan')
         return answers
 
 
 def test_failures_are_counted_across_calls_and_name_their_own_query():
     scorer = YesNoScorer(Faulty(), batch_size=2)
-    frame = doc_rows(['q1', 'q2', 'q3', 'q4'], ['alpha', 'sure', 'beta', 'boom']).set_axis([5, 6, 7, 8])
-    with pytest.warns(UserWarning, match=r"1 rows scored 0 .*\(qid 'q4': RuntimeError: server down\)"):
+    frame = doc_rows([f'q{i}' for i in range(1, 7)], ['alpha', 'sure', 'beta', 'boom', 'gamma', 'odd'])
+    frame = frame.set_axis(range(5, 11))
+    # each failure is the second row of its batch: the query named is the row's own
+    with pytest.warns(UserWarning, match=r"2 rows scored 0 .*\(qid 'q4': RuntimeError: server down; qid 'q6': the "
+                                         r"engine gave probability nan, not a number in \[0, 1\]\)"):
         out = scorer(frame)
-    # alpha: 1 / 2; sure: 1 (a certain yes is a usable answer); beta: 1 / 2; boom: failed, 0
-    assert out.score.tolist() == [0.5, 1.0, 0.5, 0.0]
+    # alpha: 1 / 2; sure: 1 (a certain yes is a usable answer); beta: 1 / 2; boom: failed, 0; gamma: 0; odd: 0
+    assert out.score.tolist() == [0.5, 1.0, 0.5, 0.0, 0.0, 0.0]
     assert list(out.columns) == ['qid', 'query', 'docno', 'text', 'score', 'rank']
-    assert scorer.failed == 1
+    assert scorer.failed == 2
     with pytest.warns(UserWarning, match="qid 'q4'"):
         scorer(frame)
-    assert scorer.failed == 2
+    assert scorer.failed == 4
 
 
 def test_the_yes_no_scorer_checks_its_input():
