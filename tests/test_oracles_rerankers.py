@@ -1,0 +1,213 @@
+"""The rerankers' rules against values worked out by hand: which part of a reply holds the ranking, how problems are
+counted, the listwise reranker's token arithmetic, its failure accounting and its order of queries, and the
+embedding scorer's edges.
+
+Written after the seventeenth mutation run (docs/testing.md) found these unpinned.
+"""
+import warnings
+
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+from _stub_engine import StubEngine
+from test_oracles_navigators import Encoder, Vectors
+
+from pyterrier_garen import ListwiseReranker, VectorScorer
+from pyterrier_garen._rerankers import check_ranking
+from pyterrier_garen._vectors import QueryVectors, unit
+
+
+# -- which part of a reply is the answer ---------------------------------------------------------------------------
+@pytest.mark.parametrize(('text', 'expected'), [
+    # reasoning before a closing tag (the opening one was prefilled) is not the answer, even with a longer chain
+    ('[3] > [1] > [2] > [4] is my guess.</think> [2] > [1]', [1, 0, 2, 3]),
+    # two closing tags: the answer follows the last one
+    ('a</think> [1] > [2] > [3] </think> [2] > [1]', [1, 0, 2, 3]),
+    # the answer has no chain: the identifiers just before the closing tag are not part of it
+    ('so [3] > [4]</think> [2] and then [1]', [1, 0, 2, 3]),
+    # reasoning that never closes: nothing from its first opening tag on is the answer
+    ('[2] > [1] <think>[1] > [2] > [3] > [4]', [1, 0, 2, 3]),
+    ('[2] > [1] <think> [3] > [1] > [2] <think> end', [1, 0, 2, 3]),
+    # after the last [Document Ranking] mark, and inside the last answer tags
+    ('[Reasoning Trace] Step 1: [1] > [2] > [3] [Document Ranking] [2] > [1]', [1, 0, 2, 3]),
+    ('I think [1] > [3] > [4] > [2] <answer> [2] > [1] </answer>', [1, 0, 2, 3]),
+    ('Here: <answer> [2] > [1] </answer> and also [1] > [3] > [4] > [2]', [1, 0, 2, 3]),
+])
+def test_the_ranking_is_read_from_the_answer_part_only(text, expected):
+    assert check_ranking(text, 4) == (expected, '2 of 4 documents missing')
+
+
+class Reply:
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        if self.text is None:
+            raise RuntimeError('no text')
+        return self.text
+
+
+def test_a_reply_that_is_not_a_string_is_read_through_str_and_never_raises():
+    assert check_ranking(Reply('[2] > [1]'), 2) == ([1, 0], None)
+    assert check_ranking(Reply(None), 3) == ([0, 1, 2], 'no [i] identifiers')
+
+
+def test_problems_are_counted_and_joined():
+    # ids 5 and 7 are out of range (n = 4); 2 and 1 repeat twice in all; 4 is missing
+    assert check_ranking('[2] > [5] > [1] > [2] > [7] > [3] > [1]', 4) == (
+        [1, 0, 2, 3], '2 out-of-range identifiers; 2 repeated identifiers; 1 of 4 documents missing')
+
+
+# -- the listwise reranker: token arithmetic -----------------------------------------------------------------------
+def test_generation_tokens_per_prompt():
+    engine = StubEngine()
+    assert ListwiseReranker(engine).generation_tokens() == 6 * 20 + 32
+    assert ListwiseReranker(engine, window=5, stride=5).generation_tokens() == 62
+    assert ListwiseReranker(engine, prompt='reasoning', window=5, stride=5).generation_tokens() == 2048 + 30
+    assert ListwiseReranker(engine, max_tokens=50).generation_tokens() == 50
+
+
+def docs_frame(texts, qid='1', query='alpha beta gamma delta epsilon', rank=None):
+    frame = pd.DataFrame({'qid': qid, 'query': query, 'docno': [f'{qid}-{i}' for i in range(len(texts))],
+                          'text': list(texts)})
+    return frame if rank is None else frame.assign(rank=rank)
+
+
+@pytest.mark.parametrize(('n', 'query'), [(1, 'alpha'), (4, 'alpha beta gamma delta epsilon'), (3, 'x')])
+def test_documents_cut_to_their_budget_fill_the_context_to_the_documented_bound(n, query):
+    # the documented bound: overhead + n * (doc + 4) + max_tokens <= context, with doc as large as it allows; under
+    # the stub (a token is a word) a document line "[i] w w ..." is doc + 1 tokens, so the slack the prompt and
+    # answer leave is 3n plus a remainder below n
+    engine = StubEngine(context_length=700)
+    reranker = ListwiseReranker(engine, window=4, stride=2)
+    reranker(docs_frame([' '.join(['w'] * 1000)] * n, query=query))
+    (_, (conversation,), kwargs), = engine.log
+    slack = 700 - engine.count_conversation_tokens(conversation) - kwargs['max_tokens']
+    assert 3 * n <= slack < 4 * n
+    assert kwargs == {'max_tokens': 6 * 4 + 32, 'stop': ['</answer>']}
+
+
+def test_a_fit_below_16_tokens_warns_and_uses_16():
+    probe = ListwiseReranker(StubEngine(context_length=1000), window=2, stride=1)
+    at_16 = next(c for c in range(100, 1000) if ListwiseReranker(StubEngine(context_length=c), window=2,
+                                                                 stride=1).doc_fit('q', 2) == 16)
+    assert probe.doc_fit('q', 2) > 16
+    frame = docs_frame([' '.join(['w'] * 40)] * 2, query='q')
+    with pytest.warns(UserWarning, match='leave only 15 tokens per document'):
+        ListwiseReranker(StubEngine(context_length=at_16 - 2), window=2, stride=1)(frame)
+    engine = StubEngine(context_length=at_16)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        ListwiseReranker(engine, window=2, stride=1)(frame)
+    assert not [w for w in caught if 'tokens per document' in str(w.message)]  # exactly 16 fits: nothing to say
+    (_, (conversation,), _), = engine.log
+    assert [len(line.split()) for line in conversation[1]['content'].split('\n') if line.startswith('[')] == [17, 17]
+    small = StubEngine(context_length=at_16 - 2)
+    with pytest.warns(UserWarning, match='leave only 15 tokens per document'):
+        ListwiseReranker(small, window=2, stride=1)(frame)
+    (_, (conversation,), _), = small.log
+    assert [len(line.split()) for line in conversation[1]['content'].split('\n') if line.startswith('[')] == [17, 17]
+
+
+# -- the listwise reranker: failures, order of queries, output -----------------------------------------------------
+class Faulty(StubEngine):
+    """Fails a prompt that holds ``boom``; answers nonsense to one that holds ``garbled``."""
+
+    def generate(self, conversations, **kwargs):
+        if any('boom' in c[1]['content'] for c in conversations):
+            raise RuntimeError('server down')
+        return super().generate(conversations, **kwargs)
+
+    def rule_answer(self, conversation):
+        return 'no idea' if 'garbled' in conversation[1]['content'] else super().rule_answer(conversation)
+
+
+def test_a_failed_window_costs_only_itself_and_every_problem_is_counted():
+    # four queries, one window each, all in one call: q1 fails, q2 and q4 are garbled, q3 is answered
+    frame = pd.concat([docs_frame(['boom', 'alpha'], qid='q1', query='alpha'),
+                       docs_frame(['garbled', 'alpha'], qid='q2', query='alpha'),
+                       docs_frame(['beta', 'alpha'], qid='q3', query='alpha'),
+                       docs_frame(['garbled', 'alpha'], qid='q4', query='alpha')])
+    reranker = ListwiseReranker(Faulty(), window=2, stride=1)
+    with pytest.warns(UserWarning, match='windows kept their order|malformed answers') as caught:
+        out = reranker(frame)
+    messages = [str(w.message) for w in caught]
+    assert any("1 windows kept their order because the engine request failed (qid 'q1': RuntimeError: server down)"
+               in m for m in messages)
+    assert any("2 malformed answers, used what could be parsed (qid 'q2': no [i] identifiers; qid 'q4': no [i] "
+               "identifiers)" in m for m in messages)
+    assert (reranker.failed, reranker.malformed) == (1, 2)
+    # q1 and the garbled ones keep their order; q3 puts alpha (overlap 1) first
+    assert out.docno.tolist() == ['q1-0', 'q1-1', 'q2-0', 'q2-1', 'q3-1', 'q3-0', 'q4-0', 'q4-1']
+    with pytest.warns(UserWarning, match='windows kept their order|malformed answers'):
+        reranker(frame)
+    assert (reranker.failed, reranker.malformed) == (2, 4)
+
+
+def test_queries_keep_their_order_of_appearance_and_their_rank_order():
+    frame = pd.concat([docs_frame(['x', 'alpha', 'y'], qid='b', query='alpha', rank=[2, 0, 1]),
+                       docs_frame(['only'], qid='a', query='only')]).set_axis(range(10, 14))
+    engine = StubEngine()
+    out = ListwiseReranker(engine, window=4, stride=2, verbose=True)(frame)
+    # b's list in rank order is alpha, y, x; alpha overlaps the query, y and x tie and keep that order
+    assert out.docno.tolist() == ['b-1', 'b-2', 'b-0', 'a-0']
+    assert out.score.tolist() == [3.0, 2.0, 1.0, 1.0]
+    assert out['rank'].tolist() == [0, 1, 2, 0]
+    assert list(out.columns) == ['qid', 'query', 'docno', 'text', 'score', 'rank']
+    assert engine.log[0][2]['stop'] == ['</answer>']
+    engine = StubEngine()
+    ListwiseReranker(engine, prompt='reasoning', window=4, stride=2)(frame)
+    assert engine.log[0][2] == {'max_tokens': 2048 + 24, 'stop': None}
+
+
+def test_the_listwise_reranker_checks_its_settings_and_input():
+    engine = StubEngine()
+    for bad in ({'stride': 0}, {'window': 0}, {'stride': 5, 'window': 4}, {'max_doc_tokens': 0}, {'max_tokens': 0}):
+        with pytest.raises(ValueError, match=next(iter(bad)) if len(bad) == 1 else 'stride'):
+            ListwiseReranker(engine, **bad)
+    reranker = ListwiseReranker(engine, text_field='body')
+    assert (reranker.window, reranker.stride) == (20, 10)
+    with pytest.raises(pt.validate.InputValidationError, match=r"ListwiseReranker\(.*missing_columns=\['body'\]"):
+        reranker(docs_frame(['a']))
+    empty = reranker(docs_frame([]).rename(columns={'text': 'body'}))
+    assert list(empty.columns) == ['qid', 'query', 'docno', 'body', 'score', 'rank']
+    assert empty.score.dtype == np.float64
+
+
+# -- the embedding scorer ------------------------------------------------------------------------------------------
+@pytest.fixture
+def scorer(tmp_path):
+    vectors = Vectors(tmp_path / 'v.npids', {f'd{i}': [float(i), 1.0] for i in range(12)})
+    return VectorScorer(vectors, Encoder({'q': [0., 3.], 'r': [1., 0.]}))
+
+
+def rows(docnos, query='q'):
+    return pd.DataFrame({'qid': '1', 'query': query, 'docno': list(docnos)})
+
+
+def test_vector_scorer_one_row_and_the_edges_of_the_missing_checks(scorer):
+    assert scorer(rows(['d0'])).score.tolist() == [1.0]  # (0, 1) . (0, 1)
+    assert scorer(rows(['d1'], 'r')).score.tolist() == pytest.approx([2 ** -.5])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        scorer(rows([f'd{i}' for i in range(12)]))
+    assert not [w for w in caught if 'stored vector' in str(w.message)]
+    assert scorer.missing_vectors == 0
+    with pytest.warns(UserWarning, match='9 of 9 documents have no stored vector'):
+        assert scorer(rows([f'x{i}' for i in range(9)])).score.tolist() == [0.0] * 9
+    with pytest.raises(ValueError, match=r'^VectorScorer\(.*none of the 10 documents to score is in the vectors'):
+        scorer(rows([f'x{i}' for i in range(10)]))
+    with pytest.raises(pt.validate.InputValidationError, match=r"VectorScorer\(.*missing_columns=\['query'\]"):
+        scorer(pd.DataFrame({'qid': ['1'], 'docno': ['d0']}))
+    empty = scorer(rows([]))
+    assert list(empty.columns) == ['qid', 'query', 'docno', 'score', 'rank']
+    assert (empty.score.dtype, empty['rank'].dtype) == (np.float64, np.int64)
+
+
+def test_unit_keeps_zero_rows_zero_and_query_vectors_of_no_queries():
+    assert unit(np.array([[0., 0.], [3., 4.]])).tolist() == [[0.0, 0.0], [0.6, 0.8]]
+    vectors = QueryVectors(Encoder({'q': [0., 2.]}))
+    assert vectors([]).shape == (0, 0)
+    assert vectors([]).dtype == np.float32
+    assert vectors(['q', 'q']).tolist() == [[0.0, 1.0], [0.0, 1.0]]
