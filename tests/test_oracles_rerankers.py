@@ -89,11 +89,10 @@ def test_documents_cut_to_their_budget_fill_the_context_to_the_documented_bound(
 
 
 def test_a_fit_below_16_tokens_warns_and_uses_16():
-    probe = ListwiseReranker(StubEngine(context_length=1000), window=2, stride=1)
+    # a query of three words: the fit is computed for it (a fit computed without it would be 2 tokens larger)
     at_16 = next(c for c in range(100, 1000) if ListwiseReranker(StubEngine(context_length=c), window=2,
-                                                                 stride=1).doc_fit('q', 2) == 16)
-    assert probe.doc_fit('q', 2) > 16
-    frame = docs_frame([' '.join(['w'] * 40)] * 2, query='q')
+                                                                 stride=1).doc_fit('q r s', 2) == 16)
+    frame = docs_frame([' '.join(['w'] * 40)] * 2, query='q r s')
     with pytest.warns(UserWarning, match='leave only 15 tokens per document'):
         ListwiseReranker(StubEngine(context_length=at_16 - 2), window=2, stride=1)(frame)
     engine = StubEngine(context_length=at_16)
@@ -163,9 +162,12 @@ def test_queries_keep_their_order_of_appearance_and_their_rank_order():
 
 def test_the_listwise_reranker_checks_its_settings_and_input():
     engine = StubEngine()
-    for bad in ({'stride': 0}, {'window': 0}, {'stride': 5, 'window': 4}, {'max_doc_tokens': 0}, {'max_tokens': 0}):
-        with pytest.raises(ValueError, match=next(iter(bad)) if len(bad) == 1 else 'stride'):
+    for bad in ({'stride': 0}, {'window': 0}, {'max_doc_tokens': 0}, {'max_tokens': 0}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
             ListwiseReranker(engine, **bad)
+    with pytest.raises(ValueError, match=r'^stride must be an integer <= 4, got 5 \(at most window, or documents '
+                                         r'between windows are skipped\)$'):
+        ListwiseReranker(engine, stride=5, window=4)
     reranker = ListwiseReranker(engine, text_field='body')
     assert (reranker.window, reranker.stride) == (20, 10)
     with pytest.raises(pt.validate.InputValidationError, match=r"ListwiseReranker\(.*missing_columns=\['body'\]"):
@@ -211,3 +213,14 @@ def test_unit_keeps_zero_rows_zero_and_query_vectors_of_no_queries():
     assert vectors([]).shape == (0, 0)
     assert vectors([]).dtype == np.float32
     assert vectors(['q', 'q']).tolist() == [[0.0, 1.0], [0.0, 1.0]]
+
+
+def test_ties_in_the_rank_column_keep_the_input_order():
+    # 50 documents whose ranks tie in two blocks, in a shuffled frame: the list is the frame's order within each
+    # rank (a stable sort), and the stub (no document overlaps the query) answers the list's own order
+    order = np.random.default_rng(0).permutation(50)
+    frame = docs_frame([f'text {i}' for i in order], query='nothing', rank=[0 if i < 40 else 1 for i in order])
+    out = ListwiseReranker(StubEngine(), window=50, stride=10)(frame)
+    expected = [d for d, r in zip(frame.docno, frame['rank']) if r == 0] + \
+        [d for d, r in zip(frame.docno, frame['rank']) if r == 1]
+    assert out.docno.tolist() == expected
