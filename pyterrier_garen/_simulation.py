@@ -97,7 +97,8 @@ class SimulatedReranker(Rebuildable, pt.Transformer):
             binary: use ``label > 0`` as the label (e.g. for collections whose codes are not graded gains).
 
         Raises:
-            ValueError: on qrels without ``qid, docno, label`` or a negative/non-finite ``noise``.
+            ValueError: on qrels without ``qid, docno, label``, a label that is not a finite number (labels read as
+                text, ``'2'``, are numbers) or a negative/non-finite ``noise``.
         """
         _check_noise(noise, seed, 'SimulatedReranker')
         self.qrels = qrels
@@ -137,7 +138,7 @@ class SimulatedNavigator(Rebuildable, pt.Transformer):
             binary: use ``label > 0`` as the label.
 
         Raises:
-            ValueError: on bad qrels, noise or ``aggregate``.
+            ValueError: on bad qrels (as :class:`SimulatedReranker`), noise or ``aggregate``.
         """
         _check_noise(noise, seed, 'SimulatedNavigator')
         try:
