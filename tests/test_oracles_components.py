@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from _toy_graph import R0, DictScorer, ToyGroupGraph, first_stage, planted, worked_garen
+from _vector_stubs import TableEncoder
 
 import pyterrier_garen
 from pyterrier_garen import GroupCorpusGraph, OpenAIEngine, SummaryNavigator, build_systems, prepare
@@ -45,20 +46,6 @@ def test_yes_no_with_one_token_missing(fake_openai, dropped, text, expected):
 
 # ---------------------------------------------------------------------------------------------------------------------
 # SummaryNavigator: score = cos(query vector, vector of the group's summary text)
-
-class TableEncoder:
-    """Vectors from fixed tables; counts every document text it encodes."""
-
-    def __init__(self, queries, docs):
-        self.queries, self.docs, self.encoded = queries, docs, []
-
-    def encode_queries(self, texts):
-        return np.array([self.queries[t] for t in texts], dtype=np.float32)
-
-    def encode_docs(self, texts):
-        self.encoded.extend(texts)
-        return np.array([self.docs[t] for t in texts], dtype=np.float32)
-
 
 SUMMARIES = {0: 'rockets', 1: 'ships', 2: 'trains'}
 SUMMARY_VECTORS = {'rockets': [3., 4.], 'ships': [0., 2.], 'trains': [-1., 0.]}

@@ -11,6 +11,7 @@ import pyterrier as pt
 import pytest
 from _stub_engine import StubEngine
 from _toy_graph import ToyGroupGraph
+from _vector_stubs import TableEncoder, TableVectors
 
 from pyterrier_garen import CentroidNavigator, GroupCorpusGraph, SummaryNavigator, VoteNavigator, YesNoScorer
 
@@ -30,39 +31,14 @@ def test_vote_navigator_scores_the_vote():
 
 
 # -- CentroidNavigator ---------------------------------------------------------------------------------------------
-class Vectors:
-    """The part of a FlexIndex the navigators read (``payload()``), with fixed vectors."""
-
-    def __init__(self, path, table):
-        from npids import Lookup
-
-        from pyterrier_garen._graphs import write_docnos
-        write_docnos(list(table), path)
-        self.lookup, self.vecs = Lookup(str(path)), np.array(list(table.values()), dtype=np.float32)
-
-    def payload(self, **kwargs):
-        return self.lookup, self.vecs, {}
-
-
-class Encoder:
-    def __init__(self, table):
-        self.table = table
-
-    def encode_queries(self, texts):
-        return np.array([self.table[t] for t in texts], dtype=np.float32)
-
-    def encode_docs(self, texts):
-        return self.encode_queries(texts)
-
-
 @pytest.fixture
 def centroid(tmp_path):
     # groups {d0, d1} and {d2}; d0 = (3, 4) -> (.6, .8), d1 = (1, 0), d2 = (0, -2) -> (0, -1)
     edges = np.array([[1, 2], [0, 2], [0, 1]])
     groups = GroupCorpusGraph.from_arrays(tmp_path / 'g', ['d0', 'd1', 'd2'], edges, np.ones(edges.shape),
                                           labels=[0, 0, 1])
-    vectors = Vectors(tmp_path / 'v.npids', {'d0': [3., 4.], 'd1': [1., 0.], 'd2': [0., -2.]})
-    return CentroidNavigator(groups, vectors, Encoder({'up': [0., 5.], 'right': [2., 0.]}))
+    vectors = TableVectors(tmp_path / 'v.npids', {'d0': [3., 4.], 'd1': [1., 0.], 'd2': [0., -2.]})
+    return CentroidNavigator(groups, vectors, TableEncoder({'up': [0., 5.], 'right': [2., 0.]}))
 
 
 def test_centroid_navigator_scores_the_cosine_with_the_mean_of_unit_vectors(centroid):
@@ -96,7 +72,7 @@ def test_an_embedding_navigator_given_a_plain_graph_names_what_it_lacks(cls, arg
     class PlainGraph:
         def neighbours(self, docno):
             return []
-    navigator = cls(PlainGraph(), *args, Encoder({'up': [0., 1.]}))
+    navigator = cls(PlainGraph(), *args, TableEncoder({'up': [0., 1.]}))
     with pytest.raises(TypeError, match=rf'^{cls.__name__} needs a group graph \(a GroupCorpusGraph\), got '
                                         rf'PlainGraph without {needs}; build one with'):
         navigator(nav_rows(['0'], query='up'))
@@ -127,17 +103,17 @@ def test_instructions_by_qid_of_either_type_and_by_query():
     assert user_turns(engine)[0].startswith('<Instruct>: 1:beta\n')
 
 
-@pytest.mark.parametrize('query', ['one', 'one two three four five'])
-def test_a_document_cut_to_its_budget_fills_the_context_but_8_tokens(query):
-    engine = StubEngine(context_length=200)
-    scorer = YesNoScorer(engine, instruction='judge')
-    scorer(doc_rows(['1'], [' '.join(['w'] * 500)], query=query))
-    (_, (conversation,), _), = engine.log
-    # the stub counts words, plus 8 per message: the longer query leaves the document 4 words fewer
-    assert engine.count_conversation_tokens(conversation) == 200 - 8
-    document = conversation[1]['content'].split('<Document>: ', 1)[1]
-    assert len(document.split()) == scorer.doc_budget('judge', query) == 200 - 8 - engine.count_conversation_tokens(
-        scorer.conversation('judge', query, ''))
+def test_a_document_cut_to_its_budget_fills_the_context_but_8_tokens():
+    documents = {}
+    for query in ('one', 'one two three four five'):
+        engine = StubEngine(context_length=200)
+        YesNoScorer(engine, instruction='judge')(doc_rows(['1'], [' '.join(['w'] * 500)], query=query))
+        (_, (conversation,), _), = engine.log
+        # the stub counts words, plus 8 per message: whatever the query, the prompt stops 8 tokens short
+        assert engine.count_conversation_tokens(conversation) == 200 - 8
+        documents[query] = conversation[1]['content'].split('<Document>: ', 1)[1].split()
+    # the query is in the prompt once: four more words of query leave the document four words fewer
+    assert len(documents['one']) - len(documents['one two three four five']) == 4
 
 
 def test_a_document_keeps_at_least_16_tokens_and_a_cut_query_names_the_context():

@@ -116,6 +116,9 @@ def test_rebuilt_from_its_attributes_it_scores_the_same(make):
 
 # -- the navigator -------------------------------------------------------------------------------------------------
 class Groups:
+    """``group_members`` from ``{group id: members}``, empty groups included (ToyGroupGraph builds its groups from
+    the documents' labels, so it cannot hold one)."""
+
     def __init__(self, members):
         self.members = members
 

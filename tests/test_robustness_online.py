@@ -10,6 +10,7 @@ from pyterrier_garen import GAREN, CentroidNavigator, GroupCorpusGraph, SlidingW
 from pyterrier_garen._engines import Engine, Generation
 
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+from _vector_stubs import TableVectors
 
 DOCS = [f'd{i}' for i in range(12)]
 GRAPH = ToyGroupGraph({d: [DOCS[(i + 1) % 12], DOCS[(i + 2) % 12]] for i, d in enumerate(DOCS)},
@@ -110,21 +111,9 @@ class FakeEncoder:
         return np.ones((len(texts), 4), dtype=np.float32)
 
 
-class FakeVectors:
-    """The part of a FlexIndex the navigators read: ``payload()`` -> (lookup, vectors, meta)."""
-
-    def __init__(self, path, docnos):
-        from npids import Lookup
-
-        from pyterrier_garen._graphs import write_docnos
-        write_docnos(docnos, path)
-        self.lookup, self.vecs = Lookup(str(path)), np.random.default_rng(0).random((len(docnos), 4), np.float32)
-
-    def payload(self, **kwargs):
-        return self.lookup, self.vecs, {}
-
-    def __repr__(self):
-        return 'FakeVectors()'
+def random_vectors(path, docnos):
+    """A FlexIndex stand-in holding random vectors for ``docnos``."""
+    return TableVectors(path, dict(zip(docnos, np.random.default_rng(0).random((len(docnos), 4), np.float32))))
 
 
 def _nav_frame(gids):
@@ -133,10 +122,10 @@ def _nav_frame(gids):
 
 def test_vectors_of_another_corpus(tmp_path):
     groups = _groups(tmp_path)
-    other = FakeVectors(tmp_path / 'other.npids', [f'x{i:02d}' for i in range(20)])
+    other = random_vectors(tmp_path / 'other.npids', [f'x{i:02d}' for i in range(20)])
     with pytest.raises(ValueError, match='none of the 20 documents of the groups is in the vectors'):
         CentroidNavigator(groups, other, FakeEncoder())(_nav_frame(['0', '1']))
-    partial = FakeVectors(tmp_path / 'part.npids', [f'd{i:02d}' for i in range(10)])
+    partial = random_vectors(tmp_path / 'part.npids', [f'd{i:02d}' for i in range(10)])
     with pytest.warns(UserWarning, match='10 of 20 group documents have no stored vector'):
         CentroidNavigator(groups, partial, FakeEncoder())(_nav_frame(['0']))
 
@@ -144,7 +133,7 @@ def test_vectors_of_another_corpus(tmp_path):
 @pytest.mark.parametrize('gid', ['4', '-1', 'g7', '1.5'])
 def test_group_id_not_in_artifact(tmp_path, gid):
     groups = _groups(tmp_path)
-    vectors = FakeVectors(tmp_path / 'v.npids', groups.docnos_list())
+    vectors = random_vectors(tmp_path / 'v.npids', groups.docnos_list())
     with pytest.raises(ValueError, match=rf"docno '{gid}' is not a group id of this artifact \(ids run from 0 to 3\)"):
         CentroidNavigator(groups, vectors, FakeEncoder())(_nav_frame(['0', gid]))
 
@@ -187,11 +176,11 @@ def test_unusable_yes_no_probabilities_are_counted():
 
 def test_reranker_vectors_of_another_corpus(tmp_path):
     from pyterrier_garen import VectorScorer
-    other = FakeVectors(tmp_path / 'o.npids', [f'x{i:02d}' for i in range(20)])
+    other = random_vectors(tmp_path / 'o.npids', [f'x{i:02d}' for i in range(20)])
     frame = pd.DataFrame({'qid': ['q'] * 12, 'query': ['x'] * 12, 'docno': [f'd{i:02d}' for i in range(12)]})
     with pytest.raises(ValueError, match='none of the 12 documents to score is in the vectors'):
         VectorScorer(other, FakeEncoder())(frame)
-    some = FakeVectors(tmp_path / 's.npids', [f'd{i:02d}' for i in range(6)])
+    some = random_vectors(tmp_path / 's.npids', [f'd{i:02d}' for i in range(6)])
     scorer = VectorScorer(some, FakeEncoder())
     with pytest.warns(UserWarning, match='6 of 12 documents have no stored vector and score 0'):
         out = scorer(frame)
