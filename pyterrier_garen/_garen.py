@@ -606,10 +606,7 @@ class GAREN(WindowSearch):
         state.start(view)
         view.prime(window)
         state.count_observed(view)  # nothing is observed during an expansion step: is_open is a look-up
-        best_rank, opened, sizes = state.best_rank, state.observed_in, view.sizes
-
-        def is_open(gid):
-            return opened.get(gid, 0) < sizes[gid]
+        best_rank, is_open = state.best_rank, partial(state.is_open, view)
         # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
         top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
         if self.dropped_vote == 1:  # the paper's votes
@@ -630,7 +627,7 @@ class GAREN(WindowSearch):
             value = self._with_feedback(state, view, value)
         cache = state.cache  # eligible: the candidates and chosen groups that were scored and are still open
         eligible = by_value([g for g in chain(votes, (g for g in chosen if g not in votes)) if g in cache and
-                             opened.get(g, 0) < sizes[g]], value, votes, best_rank)
+                             is_open(g)], value, votes, best_rank)
         if self.switch_members and self.strategy == Strategy.EXPLORE_EXPLOIT:
             explore = not exploit_now(top, view.group_of, eligible, self.switch_members)
         else:

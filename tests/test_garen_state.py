@@ -1,6 +1,7 @@
 """GAREN's cheap bookkeeping (pyterrier_garen._garen_state, the driver's cursors and model-call fast path) against
 the plain definitions it replaces: every answer must be the one the definition gives."""
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -13,7 +14,7 @@ from pyterrier_garen import GAREN, GroupCorpusGraph
 from pyterrier_garen._driver import QueryState, _call
 from pyterrier_garen._frames import first_stage
 from pyterrier_garen._garen import _by_vote_then_rank
-from pyterrier_garen._garen_state import GARENState, GroupView, by_value
+from pyterrier_garen._garen_state import GARENState, GroupView, _native, by_value
 
 
 class DocnoOnly:
@@ -315,3 +316,69 @@ def test_memos_stay_within_the_graphs_limit_and_never_change_a_result(graph):
         graph.memo_limit = GroupCorpusGraph.memo_limit
     graph.clear_caches()
     pd.testing.assert_frame_equal(garen(inp), unbounded)
+
+
+class Vectorised(ToyGroupGraph):
+    """A graph of the user's own (not a GroupCorpusGraph) that offers a vectorised ``groups_of``."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls = []
+
+    def groups_of(self, docnos):
+        self.calls.append(list(docnos))
+        return np.array([self.groups.get(d, -1) for d in docnos])
+
+    def group_of(self, docno):
+        raise AssertionError('groups_of should have answered')
+
+
+def test_a_users_graph_with_groups_of_is_asked_once_for_every_docno():
+    groups = Vectorised({}, {'a': 0, 'b': 1, 'c': 1})
+    view = GroupView(groups)
+    assert not view._native
+    assert view.groups_of(['c', 'zz', 'a']) == [1, -1, 0]  # by hand: c is in group 1, zz in none, a in group 0
+    assert groups.calls == [['c', 'zz', 'a']]
+    state = GARENState(['b', 'zz', 'a', 'c'], lambda d: [])
+    state.start(view)
+    assert state.r0_groups == [1, -1, 0, 1]
+    assert state.best_rank == {1: 0, -1: 1, 0: 2}  # each group's best (first) rank in R_0
+
+
+def test_a_group_the_graph_does_not_have_has_no_members(graph):
+    """On a GroupCorpusGraph the size comes from the offsets; ids outside 0..G-1 have none (no IndexError)."""
+    view = GroupView(graph)
+    last = graph.num_groups - 1
+    assert [view.size(g) for g in (-1, last + 1, last + 5)] == [0, 0, 0]
+    assert view.size(last) == len(graph.group_members(last)) > 0
+    assert view.size(0) == len(graph.group_members(0)) > 0
+
+
+def test_a_group_without_a_summary_reads_as_empty_text():
+    class NoSummary(ToyGroupGraph):
+        def summary(self, gid):
+            return None if gid == 0 else 'group one'
+    view = GroupView(NoSummary({}, {'a': 0, 'b': 1}))
+    assert (view.summary(0), view.summary(1)) == ('', 'group one')
+
+
+def test_without_the_group_graph_module_no_graph_is_native(graph, monkeypatch):
+    """GAREN with a user's graph must not need pyterrier_garen._group_graph (imported lazily) to be loaded."""
+    assert _native(graph)
+    monkeypatch.delitem(sys.modules, 'pyterrier_garen._group_graph')
+    assert not _native(ToyGroupGraph({}, {'a': 0}))
+    assert not _native(graph)  # without the module there is no class to compare with
+
+
+def test_a_one_member_group_is_open_until_its_member_is_observed():
+    groups = ToyGroupGraph({}, {'a': 0, 'b': 1, 'c': 1})
+    view, state = GroupView(groups), GARENState(['a', 'b'], lambda d: [])
+    assert [state.is_open(view, g) for g in (0, 1)] == [True, True]
+    state.observed['a'] = 0
+    assert [state.is_open(view, g) for g in (0, 1)] == [False, True]
+    state.observed['b'] = 0
+    assert [state.is_open(view, g) for g in (0, 1)] == [False, True]  # c is still unobserved
+    state.observed['zz'] = 0  # a document outside the graph counts for no group
+    state.observed['c'] = 1
+    assert [state.is_open(view, g) for g in (0, 1)] == [False, False]
+    assert state.observed_in == {0: 1, 1: 2}
