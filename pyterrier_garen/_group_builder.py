@@ -64,6 +64,9 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     edges = np.asarray(edges, dtype=np.int64)
     weights = np.asarray(weights, dtype=np.float32)
     n = len(docnos)
+    if not n:
+        raise ValueError(f'no documents to group for {path}: a GroupCorpusGraph needs at least one document (is the '
+                         'collection or its corpus graph empty?)')
     if edges.ndim != 2 or edges.shape[0] != n or weights.shape != edges.shape:
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
     if len(set(docnos)) != n:

@@ -227,3 +227,118 @@ def test_every_search_is_built_over_this_graph_with_the_options_given(five):
     assert type(doc) is DocGAREN
     assert (doc.reranker, doc.graph, doc.navigator, doc.budget) == \
         (reranker, five, navigator, 30)
+
+
+def test_no_documents_is_a_clear_error(tmp_path):
+    with pytest.raises(ValueError, match='no documents to group .*needs at least one document'):
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', [], np.zeros((0, 2)), np.zeros((0, 2)), labels=[])
+    assert not (tmp_path / 'g').exists()
+
+
+# -- group_stats(): the size distribution ----------------------------------------------------------------------
+
+def test_group_stats_by_hand(tmp_path, five):
+    assert five.group_stats() == {'docs': 5, 'groups': 3, 'min': 1, 'max': 2, 'mean': pytest.approx(5 / 3),
+                                  'median': 2.0, 'singletons': 1, 'over_limit': 0, 'unsplittable': []}
+    edges = np.array([[1, 2], [0, 2], [3, 0], [2, 4], [3, 4]])
+    uneven = GroupCorpusGraph.from_arrays(tmp_path / 'u', list('abcde'), edges, np.ones((5, 2)),
+                                          labels=[0, 0, 0, 1, 2], max_group_size=2)  # sizes 3, 1, 1
+    stats = uneven.group_stats()
+    assert stats == {'docs': 5, 'groups': 3, 'min': 1, 'max': 3, 'mean': pytest.approx(5 / 3), 'median': 1.0,
+                     'singletons': 2, 'over_limit': 1, 'unsplittable': []}
+    assert isinstance(stats['min'], int)
+    assert isinstance(stats['max'], int)
+    assert isinstance(stats['median'], float)
+
+
+def test_group_stats_read_the_partition_record(five):
+    _edit_meta(five, partition={'unsplittable': [1]})  # no max_group_size recorded: nothing is over a limit
+    stats = GroupCorpusGraph(five.path).group_stats()
+    assert (stats['over_limit'], stats['unsplittable']) == (0, [1])
+    _edit_meta(five, partition=_DROP)
+    stats = GroupCorpusGraph(five.path).group_stats()
+    assert (stats['over_limit'], stats['unsplittable']) == (0, [])
+
+
+# -- from_corpus_graph: every parameter reaches the partition record ---------------------------------------------
+
+def test_from_corpus_graph_records_every_parameter_and_its_source(tmp_path):
+    edges = np.array([[1, 2], [0, 2], [0, 1], [4, 5], [3, 5], [3, 4]])  # two triangles
+    source = GroupCorpusGraph.from_arrays(tmp_path / 's', list('abcdef'), edges, np.ones((6, 2)),
+                                          labels=[0, 0, 0, 1, 1, 1])
+    with pytest.warns(UserWarning, match='2 groups stay larger than max_group_size=2'):
+        built = GroupCorpusGraph.from_corpus_graph(source, tmp_path / 'g', max_group_size=2, resolution=0.5,
+                                                   randomness=0.01, seed=7, backend='leidenalg')
+    assert [built.group_members(g) for g in range(built.num_groups)] == [['a', 'b', 'c'], ['d', 'e', 'f']]
+    part = built.meta['partition']
+    assert {k: part[k] for k in ('max_group_size', 'resolution', 'randomness', 'seed', 'backend')} == \
+        {'max_group_size': 2, 'resolution': 0.5, 'randomness': 0.01, 'seed': 7, 'backend': 'leidenalg'}
+    assert part['unsplittable'] == [0, 1]
+    assert built.meta['source_graph']['class'] == 'GroupCorpusGraph'
+    assert built.meta['source_graph']['path'] == str(source.path)
+    assert built.meta['source_graph']['meta']['graph_sha256'] == source.meta['graph_sha256']
+    with pytest.raises(FileExistsError, match=r"built differently .*'seed': \(7, 8\)"):
+        GroupCorpusGraph.from_corpus_graph(source, tmp_path / 'g', max_group_size=2, resolution=0.5,
+                                           randomness=0.01, seed=8, backend='leidenalg')
+    with pytest.warns(UserWarning, match='stay larger'):
+        again = GroupCorpusGraph.from_corpus_graph(source, tmp_path / 'g', max_group_size=2, resolution=0.5,
+                                                   randomness=0.01, seed=8, backend='leidenalg', overwrite=True)
+    assert again.meta['partition']['seed'] == 8
+
+
+# -- summarize: what the summariser is given, and the text a navigator reads -------------------------------------
+
+class Recorder:
+    """A summariser that records its batches and answers with concepts and summaries set per group."""
+
+    def __init__(self, records):
+        self.records, self.batches = records, []
+
+    def config(self):
+        return {'name': 'recorder'}
+
+    def summarize(self, groups):
+        self.batches.append(groups)
+        return [dict(self.records[g['group']]) for g in groups]
+
+
+def test_summarize_gives_each_group_its_members_documents_in_batches(five):
+    corpus = [{'docno': 'b', 'title': 'B', 'text': 'bee', 'extra': 1}, {'docno': 'a', 'text': 'ay'},
+              {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'not in the graph'}]  # c, d are missing
+    recorder = Recorder({0: {'concept': ' Bees ', 'summary': ' About a and b. '},
+                         1: {'concept': '', 'summary': 'c and d'}, 2: {'concept': None, 'summary': None}})
+    with pytest.warns(UserWarning, match='^2 documents of the groups to summarise are not in the corpus given'):
+        out = five.summarize(recorder, corpus, batch_size=2)
+    assert out is five
+    assert [[g['group'] for g in batch] for batch in recorder.batches] == [[0, 1], [2]]
+    docs = {g['group']: g['docs'] for batch in recorder.batches for g in batch}
+    assert docs == {0: [{'docno': 'a', 'text': 'ay'}, {'docno': 'b', 'title': 'B', 'text': 'bee'}],
+                    1: [{'docno': 'c', 'text': ''}, {'docno': 'd', 'text': ''}],
+                    2: [{'docno': 'e', 'text': 'ee'}]}
+    # the navigator's text: "<concept>: <summary>" stripped, the summary alone without a concept
+    assert [five.summary(g) for g in range(3)] == ['Bees: About a and b.', 'c and d', '']
+    assert GroupCorpusGraph(five.path).summary(0) == 'Bees: About a and b.'
+    assert five.summary_record(1)['summary'] == 'c and d'
+    with pytest.raises(IndexError, match='group 3 does not exist; group ids run from 0 to 2'):
+        five.summary_record(3)
+    with pytest.raises(IndexError, match='group -1 does not exist'):
+        five.summary(-1)
+
+
+def test_summarize_takes_a_dataset_and_is_done_once(five):
+    class Dataset:
+        def get_corpus_iter(self, verbose=True):
+            assert verbose is False
+            return iter([{'docno': d, 'text': d * 3} for d in 'abcde'])
+    recorder = Recorder({g: {'concept': f'c{g}', 'summary': f's{g}'} for g in range(3)})
+    five.summarize(recorder, Dataset())
+    assert [len(batch) for batch in recorder.batches] == [3]  # batch_size 16 holds all three groups
+    assert recorder.batches[0][2]['docs'] == [{'docno': 'e', 'text': 'eee'}]
+    five.summarize(recorder, Dataset())  # finished by the same summariser: nothing to do
+    assert len(recorder.batches) == 1
+    assert five.meta['summaries']['summarizer'] == {'name': 'recorder'}
+    assert five.validate() == {'docs': 5, 'groups': 3, 'summaries': 3, 'ok': True}
+    _edit_meta(five, summaries={**five.meta['summaries'], 'count': 4})
+    with pytest.raises(ArtifactError, match=r'failed validation: .*summaries\.jsonl holds 3 records, pt_meta\.json '
+                                            r'says 4$'):
+        GroupCorpusGraph(five.path).validate()
