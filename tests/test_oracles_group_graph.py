@@ -307,6 +307,7 @@ def test_summarize_gives_each_group_its_members_documents_in_batches(five):
               {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'not in the graph'}]  # c, d are missing
     recorder = Recorder({0: {'concept': ' Bees ', 'summary': ' About a and b. '},
                          1: {'concept': '', 'summary': 'c and d'}, 2: {'concept': None, 'summary': None}})
+    assert five.summary(0) == ''  # read (and memoised) before there are summaries
     with pytest.warns(UserWarning, match='^2 documents of the groups to summarise are not in the corpus given'):
         out = five.summarize(recorder, corpus, batch_size=2)
     assert out is five
@@ -318,7 +319,8 @@ def test_summarize_gives_each_group_its_members_documents_in_batches(five):
     # the navigator's text: "<concept>: <summary>" stripped, the summary alone without a concept
     assert [five.summary(g) for g in range(3)] == ['Bees: About a and b.', 'c and d', '']
     assert GroupCorpusGraph(five.path).summary(0) == 'Bees: About a and b.'
-    assert five.summary_record(1)['summary'] == 'c and d'
+    assert five.summary_record(1) == {'concept': '', 'summary': 'c and d', 'group': 1,
+                                      'provenance': {'name': 'recorder', 'model': None, 'prompt_hash': None}}
     with pytest.raises(IndexError, match='group 3 does not exist; group ids run from 0 to 2'):
         five.summary_record(3)
     with pytest.raises(IndexError, match='group -1 does not exist'):
@@ -337,8 +339,54 @@ def test_summarize_takes_a_dataset_and_is_done_once(five):
     five.summarize(recorder, Dataset())  # finished by the same summariser: nothing to do
     assert len(recorder.batches) == 1
     assert five.meta['summaries']['summarizer'] == {'name': 'recorder'}
+    five.summarize(recorder, Dataset(), overwrite=True)  # every group again
+    assert [len(batch) for batch in recorder.batches] == [3, 3]
+
+
+def test_summarize_builds_a_spec_in_this_process(five):
+    recorder = Recorder({g: {'concept': '', 'summary': f'group {g}'} for g in range(3)})
+
+    class Spec:  # what SummarizerSpec offers: build(), no summarize()
+        def build(self):
+            return recorder
+    five.summarize(Spec(), [{'docno': d, 'text': d} for d in 'abcde'])
+    assert len(recorder.batches) == 1
+    assert five.summary(2) == 'group 2'
     assert five.validate() == {'docs': 5, 'groups': 3, 'summaries': 3, 'ok': True}
     _edit_meta(five, summaries={**five.meta['summaries'], 'count': 4})
     with pytest.raises(ArtifactError, match=r'failed validation: .*summaries\.jsonl holds 3 records, pt_meta\.json '
                                             r'says 4$'):
         GroupCorpusGraph(five.path).validate()
+
+
+# -- the Hub: arguments pass through, a network failure names the call -------------------------------------------
+
+def test_hub_calls_pass_every_argument_through(five, monkeypatch):
+    import pyterrier as pt
+    calls = []
+
+    def to_hf(self, repo, **kwargs):
+        calls.append(('to', self, repo, kwargs))
+
+    def from_hf(cls, repo, branch=None, **kwargs):
+        calls.append(('from', cls, repo, branch, kwargs))
+        return 'loaded'
+    monkeypatch.setattr(pt.Artifact, 'to_hf', to_hf)
+    monkeypatch.setattr(pt.Artifact, 'from_hf', classmethod(from_hf))
+    five.to_hf('me/groups', branch='v1', private=True)
+    assert GroupCorpusGraph.from_hf('me/groups', 'v1', expected_sha256='abc') == 'loaded'
+    assert calls == [('to', five, 'me/groups', {'branch': 'v1', 'private': True}),
+                     ('from', GroupCorpusGraph, 'me/groups', 'v1', {'expected_sha256': 'abc'})]
+
+
+def test_a_hub_that_cannot_be_reached_is_one_line_naming_the_call(five, monkeypatch):
+    import pyterrier as pt
+
+    def unreachable(*args, **kwargs):
+        raise ConnectionRefusedError(111, 'Connection refused')
+    monkeypatch.setattr(pt.Artifact, 'to_hf', unreachable)
+    monkeypatch.setattr(pt.Artifact, 'from_hf', classmethod(unreachable))
+    with pytest.raises(ConnectionError, match=r"^to_hf\('me/groups'\): the Hugging Face Hub cannot be reached"):
+        five.to_hf('me/groups')
+    with pytest.raises(ConnectionError, match=r"^from_hf\('me/groups'\): the Hugging Face Hub cannot be reached"):
+        GroupCorpusGraph.from_hf('me/groups')
