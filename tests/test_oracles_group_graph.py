@@ -124,11 +124,39 @@ def test_counts_at_the_edge_pass_on_to_the_size_check(five, changes, file, found
         GroupCorpusGraph(path)
 
 
-@pytest.mark.parametrize('value', [True, 1.5, '5', None])
+@pytest.mark.parametrize('value', [True, 1.5, '5'])
 def test_a_count_that_is_no_integer_is_refused(five, value):
     path = _edit_meta(five, doc_count=value)
+    with pytest.raises(ArtifactError, match='lacks a valid doc_count, k or num_groups') as raised:
+        GroupCorpusGraph(path)
+    assert raised.value.__cause__.args == (value,)  # the cause names the value read
+
+
+def test_a_count_that_is_missing_is_refused(five):
+    path = _edit_meta(five, k=_DROP)
     with pytest.raises(ArtifactError, match='lacks a valid doc_count, k or num_groups'):
         GroupCorpusGraph(path)
+
+
+def test_a_meta_file_that_is_no_json_says_how_to_recover(five):
+    (five.path / 'pt_meta.json').write_text('{"type": "corpus_graph",')
+    with pytest.raises(ArtifactError, match=r'pt_meta\.json .*; the artifact is damaged, rebuild or re-download it$'):
+        GroupCorpusGraph(five.path)
+
+
+def test_a_refused_size_check_names_the_file_and_the_verb(five, monkeypatch):
+    import errno
+    from pathlib import Path
+    is_file, stat = Path.is_file, Path.stat
+
+    def refused_stat(self, *args, **kwargs):
+        if self.name == 'weights.f16.np':
+            raise PermissionError(errno.EACCES, 'Permission denied', str(self))
+        return stat(self, *args, **kwargs)
+    monkeypatch.setattr(Path, 'is_file', lambda self: self.name == 'weights.f16.np' or is_file(self))
+    monkeypatch.setattr(Path, 'stat', refused_stat)
+    with pytest.raises(OSError, match=r'^cannot read .*weights\.f16\.np: permission denied; '):
+        GroupCorpusGraph(five.path)
 
 
 def test_summaries_named_in_meta_must_be_there(five):
