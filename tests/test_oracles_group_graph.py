@@ -277,6 +277,9 @@ def test_group_stats_by_hand(tmp_path, five):
     assert isinstance(stats['min'], int)
     assert isinstance(stats['max'], int)
     assert isinstance(stats['median'], float)
+    at_limit = GroupCorpusGraph.from_arrays(tmp_path / 'l', list('abcde'), edges, np.ones((5, 2)),
+                                            labels=[0, 0, 1, 1, 2], max_group_size=2)  # sizes 2, 2, 1
+    assert at_limit.group_stats()['over_limit'] == 0  # a group of exactly the limit is within it
 
 
 def test_group_stats_read_the_partition_record(five):
@@ -312,6 +315,12 @@ def test_from_corpus_graph_records_every_parameter_and_its_source(tmp_path):
         again = GroupCorpusGraph.from_corpus_graph(source, tmp_path / 'g', max_group_size=2, resolution=0.5,
                                                    randomness=0.01, seed=8, backend='leidenalg', overwrite=True)
     assert again.meta['partition']['seed'] == 8
+
+
+def test_from_corpus_graph_defaults_are_the_papers(tmp_path, five):
+    part = GroupCorpusGraph.from_corpus_graph(five, tmp_path / 'd').meta['partition']
+    assert {k: part[k] for k in ('max_group_size', 'resolution', 'randomness', 'seed', 'backend')} == \
+        {'max_group_size': 20, 'resolution': 1.0, 'randomness': 0.001, 'seed': 42, 'backend': 'igraph'}
 
 
 # -- summarize: what the summariser is given, and the text a navigator reads -------------------------------------
@@ -418,3 +427,22 @@ def test_a_hub_that_cannot_be_reached_is_one_line_naming_the_call(five, monkeypa
         five.to_hf('me/groups')
     with pytest.raises(ConnectionError, match=r"^from_hf\('me/groups'\): the Hugging Face Hub cannot be reached"):
         GroupCorpusGraph.from_hf('me/groups')
+
+
+# -- the look-up memos -------------------------------------------------------------------------------------------
+
+def test_clear_caches_empties_every_memo_in_place(five):
+    assert (five.doc_id('c'), five.group_of('e'), five.group_members(1)) == (2, 2, ['c', 'd'])
+    five._neighbour_groups_cache['a'] = (0, 1)
+    memos = {name: five.__dict__[name] for name in five._MEMOS}
+    assert all(memos.values())  # each one holds an entry
+    five.clear_caches()
+    assert all(five.__dict__[name] is memo and not memo for name, memo in memos.items())
+    assert (five.doc_id('c'), five.group_of('e'), five.group_members(1)) == (2, 2, ['c', 'd'])  # refilled
+
+
+def test_id_arrays_are_int64(five):
+    assert five.group_member_ids(1).dtype == np.int64
+    assert five.group_member_ids(1).tolist() == [2, 3]
+    assert five.doc_ids(['e', 'zz']).dtype == np.int64
+    assert five.groups_of(['e', 'zz']).tolist() == [2, -1]
