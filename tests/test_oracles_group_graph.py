@@ -446,3 +446,20 @@ def test_id_arrays_are_int64(five):
     assert five.group_member_ids(1).tolist() == [2, 3]
     assert five.doc_ids(['e', 'zz']).dtype == np.int64
     assert five.groups_of(['e', 'zz']).tolist() == [2, -1]
+
+
+def test_from_corpus_graph_takes_a_users_graph_without_meta(tmp_path):
+    from npids import Lookup
+    folder = tmp_path / 'mine'
+    folder.mkdir()
+    Lookup.build(['a', 'b', 'c', 'd'], str(folder / 'docnos.npids'))
+    neighbours = {0: [1, 2], 1: [0, 2], 2: [3, 0], 3: [2, 1]}
+
+    class Mine:  # a corpus graph of the user's own: a folder with docnos.npids and neighbours by internal id
+        path = str(folder)
+
+        def neighbours(self, docid, weights=False):
+            return np.array(neighbours[docid]), np.array([1., .5])
+    built = GroupCorpusGraph.from_corpus_graph(Mine(), tmp_path / 'g')
+    assert built.meta['source_graph'] == {'path': str(folder), 'meta': None, 'class': 'Mine'}
+    assert built.neighbours('c').tolist() == ['d', 'a']
