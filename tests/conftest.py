@@ -1,6 +1,8 @@
 """Shared fixtures: the real collections from ../shared/data (or $GAREN_DATA), skipped cleanly when absent.
 
-Built artifacts are cached for the whole test session; set $GAREN_TEST_CACHE to keep them across runs.
+Built artifacts are cached for the whole test session; set $GAREN_TEST_CACHE to keep them across runs, or
+$GAREN_TEST_PRISTINE to start each session from a fresh copy of such a folder (mutation runs: a mutant may damage
+what it reads, and the next one must not see that).
 """
 import os
 from pathlib import Path
@@ -21,6 +23,12 @@ def _collection(name):
 
 @pytest.fixture(scope='session')
 def work_dir(tmp_path_factory) -> Path:
+    pristine = os.environ.get('GAREN_TEST_PRISTINE')
+    if pristine:
+        import shutil
+        copy = tmp_path_factory.mktemp('garen-work') / 'copy'
+        shutil.copytree(pristine, copy, symlinks=True)
+        return copy
     cached = os.environ.get('GAREN_TEST_CACHE')
     if cached:
         Path(cached).mkdir(parents=True, exist_ok=True)
