@@ -605,8 +605,7 @@ class GAREN(WindowSearch):
         view = self._view
         state.start(view)
         view.prime(window)
-        state.count_observed(view)  # nothing is observed during an expansion step: is_open is a look-up
-        best_rank, is_open = state.best_rank, partial(state.is_open, view)
+        best_rank, is_open = state.best_rank, partial(state.is_open, view)  # each call counts new observations first
         # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
         top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
         if self.dropped_vote == 1:  # the paper's votes

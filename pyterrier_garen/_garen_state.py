@@ -206,8 +206,8 @@ class GARENState(QueryState):
 
 def by_value(groups: List[int], value: Callable[[int], float], votes: Dict[int, int],
              best_rank: Dict[int, int]) -> List[int]:
-    """Distinct ``groups`` sorted by ``(-value(g), -votes.get(g, 0), best_rank.get(g, inf), g)``: the order of the
-    eligible groups.
+    """``groups`` (distinct, as GAREN passes them; duplicates are kept) sorted by ``(-value(g), -votes.get(g, 0),
+    best_rank.get(g, inf), g)``: the order of the eligible groups.
 
     One sort by value (the navigator's scores rarely tie), then each run of equal values by the rest of the key.
     """
