@@ -421,8 +421,10 @@ def _no_escaping_links(folder: Path) -> None:
 
 
 def open_no_follow(path: Union[str, Path], mode: str = 'at'):
-    """Open a file inside an artifact for appending/reading without following a symbolic link at that name."""
-    flags = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'r': os.O_RDONLY, 'w': os.O_WRONLY | os.O_CREAT}[mode[0]]
+    """Open a file inside an artifact without following a symbolic link at that name; ``mode`` as for
+    :func:`open` (``'w'`` truncates, ``'a'`` appends, ``'+'`` adds the other direction)."""
+    flags = {'a': os.O_WRONLY | os.O_CREAT | os.O_APPEND, 'r': os.O_RDONLY,
+             'w': os.O_WRONLY | os.O_CREAT | os.O_TRUNC}[mode[0]]
     if '+' in mode:
         flags = (flags & ~(os.O_WRONLY | os.O_RDONLY)) | os.O_RDWR
     try:
