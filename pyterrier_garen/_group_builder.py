@@ -61,7 +61,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     from ._partition import PARTITION_VERSION, leiden_partition
     path = Path(path)
     docnos = [str(d) for d in docnos]
-    edges = np.asarray(edges, dtype=np.int64)
+    edges = _positions(edges)
     weights = np.asarray(weights, dtype=np.float32)
     n = len(docnos)
     if not n:
@@ -69,6 +69,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
                          'collection or its corpus graph empty?)')
     if edges.ndim != 2 or edges.shape[0] != n or weights.shape != edges.shape:
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
+    _check_edges(edges, weights, n)
     if len(set(docnos)) != n:
         raise ValueError('docnos must be unique')
     # store documents in string-sorted docno order: npids then round-trips every docno (see docs/decisions.md)
@@ -140,6 +141,38 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
         write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     return path
+
+
+def _positions(edges) -> np.ndarray:
+    """``edges`` as int64 document positions; refuses fractions, non-numbers and non-finite values (a cast would
+    silently truncate or wrap them into some other document)."""
+    raw = np.asarray(edges)
+    if raw.size and raw.dtype.kind == 'f':
+        whole = np.isfinite(raw) & (raw == np.round(raw))
+        if not whole.all():
+            at = tuple(int(i) for i in np.argwhere(~whole)[0])
+            raise ValueError(f'edges{list(at)} = {float(raw[at])} is not a whole document position; edges hold the '
+                             'positions (0 .. n-1) of each document\'s neighbours in docnos')
+    elif raw.size and raw.dtype.kind not in 'iub':
+        raise ValueError(f'edges must hold integer document positions (0 .. n-1), got an array of {raw.dtype}')
+    return raw.astype(np.int64)
+
+
+def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
+    """Every neighbour is one of the ``n`` documents and every weight is a finite number (the shapes are checked
+    already). pyterrier-adaptive pads a short neighbour list with the document itself, never with -1."""
+    bad = (edges < 0) | (edges >= n)
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f'edges{list(at)} = {int(edges[at])} is not a document position (0 .. {n - 1}; out of '
+                         f'range: {int(bad.sum())} of {edges.size} edges). Pad a short neighbour list with the '
+                         'document\'s own position, not with -1 or n')
+    finite = np.isfinite(weights)
+    if not finite.all():
+        at = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise ValueError(f'weights{list(at)} = {float(weights[at])} is not a finite number (NaN or infinite: '
+                         f'{int((~finite).sum())} of {weights.size} weights). Replace them (e.g. np.nan_to_num, or 0 '
+                         'to drop the edge: Leiden ignores non-positive weights) and build again')
 
 
 def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:

@@ -262,6 +262,45 @@ def test_no_documents_is_a_clear_error(tmp_path):
     assert not (tmp_path / 'g').exists()
 
 
+FIVE_EDGES = [[1, 2], [0, 2], [3, 0], [2, 4], [3, 4]]
+
+
+@pytest.mark.parametrize(('change', 'message'), [
+    # -1 would index the last document and n the one past the end: neither is a neighbour
+    ((3, 1, -1), r'edges\[3, 1\] = -1 is not a document position \(0 \.\. 4; out of range: 1 of 10 edges\)\. Pad '),
+    ((0, 1, 5), r'edges\[0, 1\] = 5 is not a document position \(0 \.\. 4; out of range: 1 of 10 edges\)'),
+    ((2, 0, 2.5), r'edges\[2, 0\] = 2\.5 is not a whole document position'),
+    ((4, 1, float('nan')), r'edges\[4, 1\] = nan is not a whole document position'),
+])
+def test_edges_that_name_no_document_are_refused(tmp_path, change, message):
+    row, column, value = change
+    edges = np.array(FIVE_EDGES, dtype=float if isinstance(value, float) else int)
+    edges[row, column] = value
+    with pytest.raises(ValueError, match=message):
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', list('abcde'), edges, np.ones((5, 2)), labels=[0, 0, 1, 1, 2])
+    assert not (tmp_path / 'g').exists()
+
+
+def test_edges_as_whole_floats_or_unsigned_are_positions(tmp_path):
+    for name, edges in (('f', np.array(FIVE_EDGES, dtype=float)), ('u', np.array(FIVE_EDGES, dtype=np.uint32))):
+        graph = GroupCorpusGraph.from_arrays(tmp_path / name, list('abcde'), edges, np.ones((5, 2)),
+                                             labels=[0, 0, 1, 1, 2])
+        assert graph.neighbours('c').tolist() == ['d', 'a']
+    with pytest.raises(ValueError, match='edges must hold integer document positions .*got an array of <U21'):
+        GroupCorpusGraph.from_arrays(tmp_path / 's', list('abcde'), np.array(FIVE_EDGES).astype(str),
+                                     np.ones((5, 2)), labels=[0, 0, 1, 1, 2])
+
+
+@pytest.mark.parametrize('bad', [float('nan'), float('inf'), -float('inf')])
+def test_weights_must_be_finite(tmp_path, bad):
+    weights = np.ones((5, 2))
+    weights[1, 0] = weights[4, 1] = bad
+    with pytest.raises(ValueError, match=rf'weights\[1, 0\] = {bad} is not a finite number \(NaN or infinite: 2 of '
+                                         r'10 weights\)\. Replace them'):
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', list('abcde'), np.array(FIVE_EDGES), weights)
+    assert not (tmp_path / 'g').exists()
+
+
 # -- group_stats(): the size distribution ----------------------------------------------------------------------
 
 def test_group_stats_by_hand(tmp_path, five):
