@@ -9,6 +9,7 @@ its measurements. Nothing in it is typed by hand.
 import datetime
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from pyterrier_garen import code_version, package_versions
@@ -52,9 +53,17 @@ def save(path, *, caption: str, columns, rows, lines=(), command: str = None, tr
     if transcribed:
         record['transcribed'] = transcribed
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(record, indent=1) + '\n')
-    tmp.replace(path)
+    # a fresh temporary beside the record (O_EXCL: a link or file left at some fixed name is never written through)
+    fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
+    try:
+        os.fchmod(fd, 0o644)
+        with os.fdopen(fd, 'w', encoding='utf8') as out:
+            out.write(json.dumps(record, indent=1) + '\n')
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
     print(f'wrote {path}')
     return path
 

@@ -408,7 +408,8 @@ def _native_bf16() -> Optional[bool]:
 
 def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
     """Write :func:`compare`'s table (every column), what ran and the command and date as JSON (``compare --json``;
-    ``docs/regen.py --compare`` renders these files into the README). Written to a temporary file, then moved."""
+    ``docs/regen.py --compare`` renders these files into the README). Written to a fresh temporary file beside it,
+    then moved (:func:`~pyterrier_garen._atomic.atomic_write`)."""
     import datetime
     import json
     import os
@@ -417,9 +418,8 @@ def save_comparison(table: pd.DataFrame, path, *, command: str) -> None:
               'load_average': round(os.getloadavg()[0], 1), 'cores': os.cpu_count(), 'code': code_version(),
               'packages': package_versions(), 'cpu_native_bf16': _native_bf16(), 'run': table.attrs.get('run', {}),
               'rows': json.loads(table.to_json(orient='records'))}  # NaN (the baseline's tests) -> null
+    from ._atomic import atomic_write
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + '.tmp')
-    tmp.write_text(json.dumps(record, indent=1, default=str) + '\n')
-    tmp.replace(path)
+    atomic_write(path, json.dumps(record, indent=1, default=str) + '\n')  # a fresh temporary: no link followed
 
 

@@ -97,10 +97,9 @@ def write_sidecar(path: Union[str, Path], *, command: Optional[str] = None, **fi
     record = {'file': path.name, 'sha256': file_digest(path), 'command': scrub(command or command_line()),
               'date': datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%d'), 'code': code_version(),
               'packages': package_versions(), **fields}
+    from ._atomic import atomic_write
     out = sidecar_path(path)
-    tmp = out.with_name(out.name + '.tmp')
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=False) + '\n')
-    tmp.replace(out)
+    atomic_write(out, json.dumps(record, indent=1, sort_keys=False) + '\n')  # a fresh temporary: no link followed
     return out
 
 

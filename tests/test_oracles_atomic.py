@@ -615,3 +615,34 @@ def test_artifacts_are_utf8_in_any_locale(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split('\n')[:2] == ["{'type': 'é', 'format': 'v1'}", 'True']
     assert (tmp_path / 'f.txt').read_bytes() == (tmp_path / 'g.txt').read_bytes() == b'\xc3\xa9'
+
+
+# ---- the result files a user names: never written through a link left beside them
+
+
+def test_result_records_never_write_through_a_link_beside_them(tmp_path):
+    """``compare --json PATH`` and a sweep's provenance record wrote ``PATH.tmp`` and then renamed it: a link left at
+    that name sent the write to wherever it pointed."""
+    import pandas as pd
+
+    from pyterrier_garen._compare import save_comparison
+    from pyterrier_garen._provenance import write_sidecar
+    theirs = tmp_path / 'theirs.txt'
+    theirs.write_text('keep me')
+    table = pd.DataFrame({'name': ['GAREN'], 'nDCG@10': [0.5]})
+    table.attrs['run'] = {'budget': 100}
+    out = tmp_path / 'compare.json'
+    (tmp_path / 'compare.json.tmp').symlink_to(theirs)
+    save_comparison(table, out, command='compare --json compare.json')
+    record = json.loads(out.read_text())
+    assert (record['command'], record['run'], record['rows']) == ('compare --json compare.json', {'budget': 100},
+                                                                 [{'name': 'GAREN', 'nDCG@10': 0.5}])
+    csv = tmp_path / 'run.csv'
+    csv.write_text('system,R@100\nGAR,0.5\n')
+    (tmp_path / 'run.csv.json.tmp').symlink_to(theirs)
+    assert write_sidecar(csv, command='sweep --out run.csv', queries=3) == tmp_path / 'run.csv.json'
+    record = json.loads((tmp_path / 'run.csv.json').read_text())
+    assert (record['file'], record['command'], record['queries']) == ('run.csv', 'sweep --out run.csv', 3)
+    assert theirs.read_text() == 'keep me'
+    assert not out.is_symlink()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith('.')) == []
