@@ -225,9 +225,13 @@ def _graph(folder, edges=EDGES, **meta):
     folder.mkdir(parents=True)
     np.asarray(edges, dtype=np.uint32).tofile(folder / 'edges.u32.np')
     np.full(np.shape(edges), 0.5, dtype=np.float16).tofile(folder / 'weights.f16.np')
+    return _docnos_and_meta(folder, {'type': 'corpus_graph', 'format': 'np_topk', 'doc_count': 3, 'k': 2}, meta)
+
+
+def _docnos_and_meta(folder, fields, overrides):
+    """Docnos a, b, c and the ``pt_meta.json`` of ``fields`` with ``overrides`` (None: the field is absent)."""
     write_docnos(['a', 'b', 'c'], folder / 'docnos.npids')
-    fields = {'type': 'corpus_graph', 'format': 'np_topk', 'doc_count': 3, 'k': 2, **meta}
-    fields = {key: value for key, value in fields.items() if value is not None}
+    fields = {key: value for key, value in {**fields, **overrides}.items() if value is not None}
     (folder / 'pt_meta.json').write_text(json.dumps(fields))
     return folder
 
@@ -332,11 +336,7 @@ def _flex(folder, floats=6, **meta):
     """A FlexIndex of docnos a, b, c and 2 floats each (``floats`` floats in vecs.f4); ``meta`` overrides."""
     folder.mkdir()
     np.arange(floats, dtype=np.float32).tofile(folder / 'vecs.f4')
-    write_docnos(['a', 'b', 'c'], folder / 'docnos.npids')
-    fields = {'type': 'dense_index', 'format': 'flex', 'doc_count': 3, 'vec_size': 2, **meta}
-    fields = {key: value for key, value in fields.items() if value is not None}
-    (folder / 'pt_meta.json').write_text(json.dumps(fields))
-    return folder
+    return _docnos_and_meta(folder, {'type': 'dense_index', 'format': 'flex', 'doc_count': 3, 'vec_size': 2}, meta)
 
 
 def test_sound_vectors_pass_and_their_metadata_is_returned(tmp_path):
