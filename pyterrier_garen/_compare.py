@@ -264,9 +264,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     _registry.navigator(navigator)  # an unknown name fails before anything is built
     check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # what the table reports
-    from ._text_rerankers import RERANKERS, build_reranker
-    if str(reranker).partition(':')[0] not in RERANKERS:  # before anything is built
-        build_reranker(reranker, None)
+    from ._text_rerankers import build_reranker, check_reranker
+    check_reranker(reranker)  # a spec that cannot work fails before anything is built
     prepared = prepare(dataset, workdir, verbose=verbose)
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)

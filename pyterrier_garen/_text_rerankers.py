@@ -102,20 +102,29 @@ def _minilm(prepared, arg):
 
 
 def _cross_encoder(prepared, arg):
-    if not arg:
-        raise ValueError('the cross-encoder reranker needs a model: --reranker cross-encoder:NAME_OR_FOLDER')
     return (with_text(prepared.dataset, CrossEncoderScorer(arg)),
             f'cross-encoder {arg} over the document text (CrossEncoderScorer)')
 
 
-def _factory(prepared, arg):
+def _factory_function(arg: str):
+    """The function named by ``factory:MODULE:FUNCTION`` (imported, not called); ``ValueError`` naming the spec."""
     import functools
     import importlib
     module, _, attr = arg.partition(':')
     if not module or not attr:
         raise ValueError(f'--reranker factory:MODULE:FUNCTION, got factory:{arg}')
-    fn = functools.reduce(getattr, attr.split('.'), importlib.import_module(module))
-    return fn(prepared), f'{arg}(prepared)'
+    try:
+        fn = functools.reduce(getattr, attr.split('.'), importlib.import_module(module))
+    except (ImportError, AttributeError) as ex:
+        raise ValueError(f'--reranker factory:{arg}: cannot find {attr} in {module} ({type(ex).__name__}: {ex})') \
+            from None
+    if not callable(fn):
+        raise ValueError(f'--reranker factory:{arg}: {attr} is a {type(fn).__name__}, not a function of prepared')
+    return fn
+
+
+def _factory(prepared, arg):
+    return _factory_function(arg)(prepared), f'{arg}(prepared)'
 
 
 #: ``name -> builder(prepared, argument) -> (transformer, description)``; ``compare --reranker NAME[:ARGUMENT]``
@@ -126,16 +135,27 @@ RERANKERS = {
 }
 
 
+def check_reranker(spec: str) -> None:
+    """Refuse a ``compare --reranker`` spec that cannot work before anything is built: an unknown name (the message
+    lists :data:`RERANKERS`), a cross-encoder without a model, or a factory that cannot be imported or called."""
+    name, _, arg = str(spec).partition(':')
+    if name not in RERANKERS:
+        raise ValueError(f'unknown reranker {spec!r}: use one of {", ".join(RERANKERS)} (minilm, '
+                         'cross-encoder:NAME_OR_FOLDER, factory:package.module:function)')
+    if name == 'cross-encoder' and not arg:
+        raise ValueError('the cross-encoder reranker needs a model: --reranker cross-encoder:NAME_OR_FOLDER')
+    if name == 'factory':
+        _factory_function(arg)
+
+
 def build_reranker(spec: str, prepared):
     """``(reranker, description)`` for a ``compare --reranker`` spec: ``minilm`` (default, the stored-vector
     scorer), ``cross-encoder:NAME_OR_FOLDER`` (a sentence-transformers CrossEncoder over the text) or
     ``factory:package.module:function`` (``function(prepared)`` returns any pointwise ``pt.Transformer``).
 
     Raises:
-        ValueError: an unknown name (the message lists :data:`RERANKERS`) or a missing argument.
+        ValueError: the spec cannot work (:func:`check_reranker`).
     """
+    check_reranker(spec)
     name, _, arg = str(spec).partition(':')
-    if name not in RERANKERS:
-        raise ValueError(f'unknown reranker {spec!r}: use one of {", ".join(RERANKERS)} (minilm, '
-                         'cross-encoder:NAME_OR_FOLDER, factory:package.module:function)')
     return RERANKERS[name](prepared, arg)

@@ -72,6 +72,9 @@ def test_the_cross_encoder_needs_text(setup, tmp_path):
         CrossEncoderScorer('unused')(first)
 
 
+NOT_A_FUNCTION = 'a factory spec may name this, and is refused: it cannot be called'
+
+
 def overlap_reranker(prepared):
     """A reranker factory for ``--reranker factory:test_text_rerankers:overlap_reranker``."""
     def score(row):
@@ -96,6 +99,18 @@ def test_compare_chooses_among_registered_rerankers(setup, tmp_path):
                                      for q, d in zip(first.head(5)['query'], first.head(5)['docno'])]
     with pytest.raises(ValueError, match='needs a model'):
         build_reranker('cross-encoder', prepared)
-    with pytest.raises(ValueError, match='unknown reranker .bogus.: use one of minilm, cross-encoder, factory'):
-        compare(dataset, reranker='bogus', workdir=tmp_path / 'never-built')
-    assert not (tmp_path / 'never-built').exists()  # refused before anything was built
+    for spec, message in (('bogus', 'unknown reranker .bogus.: use one of minilm, cross-encoder, factory'),
+                          ('cross-encoder', 'needs a model'),
+                          ('factory:test_text_rerankers', r'--reranker factory:MODULE:FUNCTION, got '
+                                                          r'factory:test_text_rerankers$'),
+                          ('factory:no_such_module_zz:f', r"^--reranker factory:no_such_module_zz:f: cannot find f in "
+                                                          r"no_such_module_zz \(ModuleNotFoundError: No module named "
+                                                          r"'no_such_module_zz'\)$"),
+                          ('factory:test_text_rerankers:nope', 'cannot find nope in test_text_rerankers '
+                                                               r'\(AttributeError: '),
+                          ('factory:test_text_rerankers:NOT_A_FUNCTION', '^--reranker factory:test_text_rerankers:'
+                                                                         'NOT_A_FUNCTION: NOT_A_FUNCTION is a str, '
+                                                                         'not a function of prepared$')):
+        with pytest.raises(ValueError, match=message):
+            compare(dataset, reranker=spec, workdir=tmp_path / 'never-built')
+        assert not (tmp_path / 'never-built').exists()  # refused before anything was built
