@@ -6,8 +6,9 @@ docno at a time (``GroupCorpusGraph.group_of``, ``neighbours(docno)``), so :clas
 tables in plain Python instead: the FNV-1 hash bucket of the docno's UTF-8 bytes, then each candidate id of the
 bucket decoded by its forward codec and compared byte for byte, exactly as ``npids``' ``hash`` inverse does. The
 integer inverses (``intsequence``: docnos ``prefix + number`` in a run; ``intstored``: increasing numbers) parse
-the number and find it as ``npids`` does. Nothing is loaded: the tables stay memory mapped, and no docno list is
-built.
+the number and find it as ``npids`` does, except that a number written with a leading zero is no docno they hold
+(``npids`` would answer ``'007'`` with the id of ``'7'``). Nothing is loaded: the tables stay memory mapped, and
+no docno list is built.
 
 Any other layout (an ``intsequencemulti`` inverse, which :func:`~pyterrier_garen._graphs.write_docnos` never
 writes, or no inverse at all) and any docno holding a NUL byte or not encodable as UTF-8 is answered by ``npids``
@@ -107,12 +108,15 @@ class DocnoIndex:
         digits = data[len(self._prefix):]
         if not digits or not digits.isdigit():  # npids counts an empty number as 0; leave that to npids
             return lookup_ids(self.lookup, [data.decode()])[0].item()
+        if digits[:1] == b'0' and len(digits) > 1:  # a run's docnos have no leading zero: '007' is not '7'
+            return -1
         did = int(digits) - self._start
         return did if 0 <= did < self.count else -1
 
     def _by_stored(self, data: bytes) -> int:
         # npids' intstored inverse: the first block whose prefix starts the docno and whose sorted numbers hold
-        # the number after it (so, as in npids, leading zeros do not matter)
+        # the number after it; a stored number prints without a leading zero, so '007' is not '7' (npids itself
+        # ignores the zeros: lookup_ids corrects it)
         for prefix, values, start in self._blocks:
             if not data.startswith(prefix):
                 continue
@@ -121,6 +125,8 @@ class DocnoIndex:
                 if digits:
                     continue
                 return lookup_ids(self.lookup, [data.decode()])[0].item()
+            if digits[:1] == b'0' and len(digits) > 1:
+                continue
             number = int(digits)
             pos = bisect_left(values, number)
             if pos < len(values) and values[pos] == number:

@@ -187,23 +187,39 @@ def lookup_ids(lookup, docnos: Sequence[str]) -> np.ndarray:
     """Internal ids of docnos in an ``npids`` lookup; -1 for docnos it does not hold.
 
     Depending on its codec, npids answers -1 for an unknown docno or raises ``LookupError``/``ValueError`` (e.g. a
-    non-numeric docno in an integer codec); both become -1 here.
+    non-numeric docno in an integer codec) or ``OverflowError`` (a number longer than the codec's integers); all
+    become -1 here, and so does a docno that an integer codec reads as the number of another (``'007'`` for
+    ``'7'``).
     """
     docnos = [str(d) for d in docnos]
     if not docnos:
         return np.zeros(0, dtype=np.int64)
     try:
         ids = np.asarray(lookup.inv[docnos], dtype=np.int64)
-    except (LookupError, ValueError):
+    except (LookupError, ValueError, OverflowError):  # OverflowError: a number too long for an integer codec
         ids = np.asarray([_lookup_one(lookup, d) for d in docnos], dtype=np.int64)
     ids[(ids < 0) | (ids >= len(lookup))] = -1
+    return _held(lookup, docnos, ids)
+
+
+def _held(lookup, docnos: List[str], ids: np.ndarray) -> np.ndarray:
+    """``ids`` with -1 where the document found is not the docno asked for. npids' integer inverses parse the
+    number, so they answer ``'007'`` with the id of ``'7'``; its hash inverse compares the docno itself."""
+    from npids import codecs
+    inv = getattr(lookup.inv, 'codec', None)
+    if isinstance(inv, codecs.inv['hash']):
+        return ids
+    found = np.flatnonzero(ids >= 0)
+    if len(found):
+        held = [str(d) for d in lookup.fwd[ids[found]]]
+        ids[[i for i, docno in zip(found.tolist(), held, strict=True) if docno != docnos[i]]] = -1
     return ids
 
 
 def _lookup_one(lookup, docno: str) -> int:
     try:
         return int(lookup.inv[docno])
-    except (LookupError, ValueError):
+    except (LookupError, ValueError, OverflowError):
         return -1
 
 
@@ -336,7 +352,7 @@ def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
     try:
         try:
             _write_lookup(docnos, tmp, _write_one_block)
-        except (IndexError, ValueError):  # a broken npids block: the fail-safe layout (re-checked)
+        except (IndexError, ValueError, ArithmeticError):  # a broken npids block: the fail-safe layout (re-checked)
             _write_lookup(docnos, tmp, _write_fixed)
         _remove_file(path)  # never write through a link left at the final name
         os.replace(tmp, path)

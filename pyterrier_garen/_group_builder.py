@@ -159,8 +159,9 @@ def _positions(edges) -> np.ndarray:
 
 
 def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
-    """Every neighbour is one of the ``n`` documents and every weight is a finite number (the shapes are checked
-    already). pyterrier-adaptive pads a short neighbour list with the document itself, never with -1."""
+    """Every neighbour is one of the ``n`` documents and every weight is a finite number that float16 (the
+    artifact's weights) holds; the shapes are checked already. pyterrier-adaptive pads a short neighbour list with
+    the document itself, never with -1."""
     bad = (edges < 0) | (edges >= n)
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -173,6 +174,12 @@ def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
         raise ValueError(f'weights{list(at)} = {float(weights[at])} is not a finite number (NaN or infinite: '
                          f'{int((~finite).sum())} of {weights.size} weights). Replace them (e.g. np.nan_to_num, or 0 '
                          'to drop the edge: Leiden ignores non-positive weights) and build again')
+    large = np.abs(weights) > np.finfo(np.float16).max
+    if large.any():
+        at = tuple(int(i) for i in np.argwhere(large)[0])
+        raise ValueError(f'weights{list(at)} = {float(weights[at]):g} does not fit the artifact\'s float16 weights '
+                         f'(at most 65504 in size: {int(large.sum())} of {weights.size} weights are larger); rescale '
+                         'them (e.g. divide by the largest) and build again')
 
 
 def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:
