@@ -132,3 +132,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f'{len(missing)} tests skipped: the test collections (cranfield, scifact, vaswani) are not at '
             f'{data_dir()}; to run them, set GAREN_DATA to the folder holding them (each a folder with docs.jsonl, '
             'queries.tsv, qrels.txt; README "Collections")', yellow=True, bold=True)
+
+
+@pytest.fixture
+def forget_secrets():
+    """Nothing remembered by ``pyterrier_garen._redact`` during the test; what was remembered before comes back."""
+    from pyterrier_garen import _redact
+    saved = set(_redact._secrets)
+    _redact._secrets.clear()
+    yield
+    _redact._secrets.clear()
+    _redact._secrets.update(saved)

@@ -15,13 +15,7 @@ from pyterrier_garen._engines._base import (AccessRefused, Engine, Generation, S
                                             resolve_api_key, softmax_yes, usable_logprob)
 
 
-@pytest.fixture(autouse=True)
-def forget():
-    saved = set(_redact._secrets)
-    _redact._secrets.clear()
-    yield
-    _redact._secrets.clear()
-    _redact._secrets.update(saved)
+pytestmark = pytest.mark.usefixtures('forget_secrets')  # each test starts with nothing remembered
 
 
 # ---- the key

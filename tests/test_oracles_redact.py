@@ -11,14 +11,7 @@ from pyterrier_garen import _redact as redact
 from pyterrier_garen._redact import HIDDEN, SecretURL, protect_url, remember, scrub, shown_url
 
 
-@pytest.fixture(autouse=True)
-def forget():
-    """Each test starts and ends with nothing remembered."""
-    saved = set(redact._secrets)
-    redact._secrets.clear()
-    yield
-    redact._secrets.clear()
-    redact._secrets.update(saved)
+pytestmark = pytest.mark.usefixtures('forget_secrets')  # each test starts with nothing remembered
 
 
 # ---- what a URL shows
