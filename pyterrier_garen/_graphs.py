@@ -211,8 +211,8 @@ def _held(lookup, docnos: List[str], ids: np.ndarray) -> np.ndarray:
         return ids
     found = np.flatnonzero(ids >= 0)
     if len(found):
-        held = [str(d) for d in lookup.fwd[ids[found]]]
-        ids[[i for i, docno in zip(found.tolist(), held, strict=True) if docno != docnos[i]]] = -1
+        held = np.asarray(lookup.fwd[ids[found]]).astype(str)
+        ids[found[held != np.asarray(docnos, dtype=object)[found].astype(str)]] = -1
     return ids
 
 

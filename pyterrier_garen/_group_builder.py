@@ -150,12 +150,17 @@ def _positions(edges) -> np.ndarray:
     if raw.size and raw.dtype.kind == 'f':
         whole = np.isfinite(raw) & (raw == np.round(raw))
         if not whole.all():
-            at = tuple(int(i) for i in np.argwhere(~whole)[0])
+            at, _ = _first(~whole)
             raise ValueError(f'edges{list(at)} = {float(raw[at])} is not a whole document position; edges hold the '
                              'positions (0 .. n-1) of each document\'s neighbours in docnos')
     elif raw.size and raw.dtype.kind not in 'iub':
         raise ValueError(f'edges must hold integer document positions (0 .. n-1), got an array of {raw.dtype}')
     return raw.astype(np.int64)
+
+
+def _first(mask: np.ndarray) -> tuple:
+    """``(position of the first true entry, number of true entries)`` of a boolean array that has one."""
+    return tuple(int(i) for i in np.argwhere(mask)[0]), int(mask.sum())
 
 
 def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
@@ -164,21 +169,21 @@ def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
     the document itself, never with -1."""
     bad = (edges < 0) | (edges >= n)
     if bad.any():
-        at = tuple(int(i) for i in np.argwhere(bad)[0])
+        at, count = _first(bad)
         raise ValueError(f'edges{list(at)} = {int(edges[at])} is not a document position (0 .. {n - 1}; out of '
-                         f'range: {int(bad.sum())} of {edges.size} edges). Pad a short neighbour list with the '
+                         f'range: {count} of {edges.size} edges). Pad a short neighbour list with the '
                          'document\'s own position, not with -1 or n')
     finite = np.isfinite(weights)
     if not finite.all():
-        at = tuple(int(i) for i in np.argwhere(~finite)[0])
+        at, count = _first(~finite)
         raise ValueError(f'weights{list(at)} = {float(weights[at])} is not a finite number (NaN or infinite: '
-                         f'{int((~finite).sum())} of {weights.size} weights). Replace them (e.g. np.nan_to_num, or 0 '
+                         f'{count} of {weights.size} weights). Replace them (e.g. np.nan_to_num, or 0 '
                          'to drop the edge: Leiden ignores non-positive weights) and build again')
     large = np.abs(weights) > np.finfo(np.float16).max
     if large.any():
-        at = tuple(int(i) for i in np.argwhere(large)[0])
+        at, count = _first(large)
         raise ValueError(f'weights{list(at)} = {float(weights[at]):g} does not fit the artifact\'s float16 weights '
-                         f'(at most 65504 in size: {int(large.sum())} of {weights.size} weights are larger); rescale '
+                         f'(at most 65504 in size: {count} of {weights.size} weights are larger); rescale '
                          'them (e.g. divide by the largest) and build again')
 
 
