@@ -365,8 +365,7 @@ def format_comparison(table: pd.DataFrame) -> str:
     for col in shown.columns:
         if col.endswith(' +') or col.endswith(' -'):
             shown[col] = [('' if pd.isna(v) else str(int(v))) for v in shown[col]]
-    with pd.option_context('display.width', 250, 'display.max_columns', 30):
-        lines.append(shown.round(4).to_string(index=False, na_rep=''))
+    lines.append(shown.round(4).to_string(index=False, na_rep=''))  # every column, unwrapped, whatever the options
     baseline = run.get('baseline') if run else None
     if baseline is None and any(c.endswith(' p-value') for c in table.columns):
         baseline = 'the baseline'

@@ -285,7 +285,7 @@ def sweep_tests(perquery: pd.DataFrame, baseline: str = 'GAREN') -> pd.DataFrame
             theirs = base.groupby('qid')[measure].mean().reindex(ours.index)
             diff = ours - theirs
             p_value = math.nan
-            if system != baseline and diff.abs().sum() > 0:
+            if system != baseline and diff.count() > 1 and diff.abs().sum() > 0:  # a test needs two queries
                 p_value = float(ttest_rel(ours, theirs).pvalue)
             rows.append((budget, df.reranker.iloc[0], sigma, system, measure, ours.mean(), theirs.mean(), diff.mean(),
                          int((diff > 0).sum()), int((diff < 0).sum()), p_value))
@@ -303,7 +303,8 @@ def plot_strength_sweep(table: pd.DataFrame, measure: str = 'nDCG@10', *, system
     first (``table[table.budget == 100]``).
     """
     if _budget_keys(table):
-        raise ValueError(f'the table holds budgets {sorted(table.budget.unique())}; plot one at a time, e.g. '
+        budgets = sorted(int(b) for b in table.budget.unique())
+        raise ValueError(f'the table holds budgets {budgets}; plot one at a time, e.g. '
                          f'table[table.budget == {int(table.budget.iloc[0])}]')
     import matplotlib.pyplot as plt
     ax = ax or plt.subplots(figsize=(6, 4))[1]
