@@ -49,6 +49,8 @@ def collection_fingerprint(dataset) -> str:
 
 def _dataset_name(dataset) -> str:
     name = getattr(dataset, 'name', None) or getattr(dataset, '_irds_id', None) or str(dataset)
+    # a default repr's memory address changes in every process: it would give each run a new default workdir
+    name = re.sub(r'\s+at\s+0x[0-9a-fA-F]+', '', str(name))
     return ''.join(c if c.isalnum() or c in '-_.' else '_' for c in str(name)).strip('._') or 'collection'
 
 
@@ -100,7 +102,7 @@ def _check_manifest(manifest: Path, workdir: Path, fingerprint: str) -> bool:
             f'{workdir} holds artifacts prepared for another collection ({stored.get("collection", "?")}, '
             f'fingerprint {str(stored.get("collection_sha256"))[:12]}; this one is {fingerprint[:12]}); its '
             'artifacts are not reused: pass another workdir, or delete that one to rebuild there')
-    return bool(stored.get('created'))
+    return stored.get('created') is True  # only prepare's own record makes its folders removable, not "false"
 
 
 def _check_unique(docnos, dataset) -> None:

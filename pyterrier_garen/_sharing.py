@@ -9,7 +9,9 @@ from a path.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import socket
 import tarfile
 from pathlib import Path
 from typing import Iterator, Optional, Union
@@ -21,6 +23,9 @@ OFFLINE_ROUTE = ('offline route: groups.build_package("groups.tar.lz4"), copy th
                  'pt.Artifact.from_url("http://HOST:PORT/groups.tar.lz4") (README "Sharing")')
 
 _NETWORK_NAMES = ('Connect', 'Timeout', 'OfflineModeIsEnabled', 'NameResolution', 'NetworkError', 'ProxyError')
+#: OSErrors of the local file system, not of the network (a missing file, no permission, a full or read-only disk)
+_LOCAL_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
+_LOCAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)  # ResourceError's too
 
 
 def _network_cause(ex: BaseException) -> Optional[str]:
@@ -31,8 +36,8 @@ def _network_cause(ex: BaseException) -> Optional[str]:
         name = type(ex).__name__
         if getattr(ex, 'code', None) is not None or getattr(ex, 'response', None) is not None:
             return None  # the server answered (an HTTP status): not a network failure
-        is_oserror = isinstance(ex, OSError) and not isinstance(ex, (FileNotFoundError, FileExistsError,
-                                                                       PermissionError, IsADirectoryError))
+        is_oserror = (isinstance(ex, OSError) and not isinstance(ex, _LOCAL_ERRORS)
+                      and (isinstance(ex, (socket.gaierror, socket.herror)) or ex.errno not in _LOCAL_ERRNOS))
         if is_oserror or any(n in name for n in _NETWORK_NAMES):
             reason = getattr(ex, 'reason', None) or ex
             return f'{name}: {str(reason).splitlines()[0][:200] if str(reason) else name}'
@@ -86,6 +91,7 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
                                 'artifact.build_package(path))')
     target = Path(folder) if folder is not None else package.with_name(_strip_suffix(package.name))
     if not (target / 'pt_meta.json').is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)  # pt.io.finalized_directory needs it
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(pt.io.finalized_directory(str(target)))
             stream = stack.enter_context(open(package, 'rb'))
