@@ -22,6 +22,7 @@ __all__ = ['LocalDataset', 'remove_excluded', 'RemoveExcluded', 'data_dir', 'loa
 DATA_ENV = 'GAREN_DATA'
 _CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')  # control characters a query must not carry
 DECLARATION = 'collection.json'
+_INTEGER = re.compile('[-+]?[0-9]+')  # a relevance label: ASCII digits only
 
 # Collections whose relevance codes are known not to be gains, recognised by the SHA-256 of their qrels.txt (so a
 # different collection in a folder of the same name is not affected). Cranfield's codes 1..4 rank 1 = "complete
@@ -112,7 +113,7 @@ class LocalDataset(pt.datasets.Dataset):
         return self.path.name
 
     # -- documents ----------------------------------------------------------------------------------------------
-    def _read_docs(self) -> Iterator[Dict[str, str]]:
+    def _read_docs(self) -> Iterator[Tuple[int, Dict[str, str]]]:
         path = self.path / 'docs.jsonl'
         for lineno, line in _read_lines(path):
             if not line.strip():
@@ -134,15 +135,16 @@ class LocalDataset(pt.datasets.Dataset):
                    'text': _text_field(doc, 'text', where)}
             if 'title' in doc:
                 out['title'] = _text_field(doc, 'title', where)
-            yield out
+            yield lineno, out
 
     @cached_property
     def _docs(self) -> Dict[str, Dict[str, str]]:
         docs: Dict[str, Dict[str, str]] = {}
-        for lineno, doc in enumerate(self._read_docs(), start=1):
+        for lineno, doc in self._read_docs():
             if doc['docno'] in docs:
-                raise ValueError(f'{self.path / "docs.jsonl"}: duplicate docno {doc["docno"]!r} (document {lineno}); '
-                                 'docnos must be unique')
+                first = next(n for n, d in self._read_docs() if d['docno'] == doc['docno'])
+                raise ValueError(f'{self.path / "docs.jsonl"} line {lineno}: duplicate docno {doc["docno"]!r} (first '
+                                 f'on line {first}); docnos must be unique')
             docs[doc['docno']] = doc
         if not docs:
             raise ValueError(f'{self.path / "docs.jsonl"} holds no documents; add one JSON object per line like '
@@ -264,10 +266,9 @@ class LocalDataset(pt.datasets.Dataset):
             where = f'{path} line {lineno}'
             if len(parts) != 4:
                 raise ValueError(f'{where}: expected "qid 0 docno relevance", got {line.strip()[:80]!r}')
-            try:
-                label = int(parts[3])
-            except ValueError:
-                raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer') from None
+            if not _INTEGER.fullmatch(parts[3]):  # int() alone would read '1_0' as 10 and a full-width '３' as 3
+                raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer')
+            label = int(parts[3])
             key = (parts[0], parts[2])
             if key in seen:
                 raise ValueError(f'{where}: qid {parts[0]!r} judges docno {parts[2]!r} again (first on line '
@@ -315,9 +316,14 @@ class _TextLoader(pt.Transformer):
         if self.fields == '*' and not self.dataset.has_titles():
             fields = ['text']
         docs = self.dataset._docs
+        docnos = [str(d) for d in inp.docno]  # a run's docnos may have become integers (docnos are text here)
+        missing = [d for d in dict.fromkeys(docnos) if d not in docs]
+        if missing:  # an empty text would be scored silently (an LLM reranker reads nothing)
+            raise ValueError(f'{self!r}: {len(missing)} docno(s) of the input are not in the collection (e.g. '
+                             f'{missing[:3]}): load the text from the collection the run was retrieved from')
         out = inp.copy()
         for field in fields:
-            out[field] = [docs.get(d, {}).get(field, '') for d in inp.docno]
+            out[field] = [docs[d].get(field, '') for d in docnos]
         return out
 
 
