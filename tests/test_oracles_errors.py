@@ -1,0 +1,179 @@
+"""Oracles for what a command-line user sees when something goes wrong (the thirty-second mutation run).
+
+``pyterrier_garen._errors`` is the one place where exceptions become messages: a user error is one line
+``error: ...`` and exit status 2, a failed run one line with its own status, Ctrl-C a line on resuming and 130,
+a bug its traceback. Every message and status below is written out by hand.
+"""
+import argparse
+import errno
+import socket
+import sys
+import urllib.error
+
+import pytest
+
+from pyterrier_garen._atomic import ArtifactBusyError, ResourceError
+from pyterrier_garen._errors import INTERRUPTED, DatasetUnavailableError, UsageError, end_progress_bars, \
+    is_network_error, one_line, run_command, user_message
+
+
+def test_one_line_joins_every_kind_of_white_space():
+    assert one_line('a\n  b\tc\r\n d ') == 'a b c d'
+    assert one_line('') == ''
+    assert one_line(42) == '42'
+
+
+@pytest.mark.parametrize(('ex', 'network'), [
+    (socket.gaierror(-2, 'Name or service not known'), True), (socket.timeout('timed out'), True),
+    (urllib.error.URLError('no route'), True), (ConnectionRefusedError(111, 'refused'), True),
+    (ConnectionResetError(), True), (OSError(errno.ENETUNREACH, 'unreachable'), False),
+    (TimeoutError('slow'), True),  # socket.timeout is TimeoutError
+    (ValueError('x'), False), (FileNotFoundError(2, 'missing'), False)])
+def test_which_errors_are_the_networks(ex, network):
+    assert is_network_error(ex) is network
+
+
+def test_requests_errors_are_the_networks_when_requests_is_installed(monkeypatch):
+    requests = pytest.importorskip('requests')
+    assert is_network_error(requests.exceptions.ConnectionError('down'))
+    assert is_network_error(requests.exceptions.HTTPError('500'))  # any of its request exceptions
+    monkeypatch.setitem(sys.modules, 'requests', None)  # without requests: only the standard library's
+    assert is_network_error(requests.exceptions.ConnectionError('down')) is False
+    assert is_network_error(ConnectionError()) is True
+
+
+def test_network_errors_say_how_to_work_offline():
+    ex = socket.gaierror(-3, 'Temporary failure in name resolution ' + 'x' * 200)
+    text = str(ex)[:160]
+    assert user_message(ex) == (f'cannot reach the network to download data (gaierror: {text}); download the '
+                                'dataset first on a connected machine (its files go to ~/.ir_datasets) or pass a '
+                                'local collection folder')
+
+
+@pytest.mark.parametrize(('code', 'fix'), [
+    (errno.EACCES, 'check the permissions or choose another folder'),
+    (errno.EPERM, 'check the permissions or choose another folder'),
+    (errno.EROFS, 'the file system is read-only; choose a writable folder'),
+    (errno.ENOSPC, 'free some disk space or choose another folder'), (errno.ENOENT, 'check the path'),
+    (errno.ENOTDIR, 'a path component is a file, not a folder; check the path'),
+    (errno.EISDIR, 'pass a file, not a folder'), (errno.EEXIST, 'choose another path or remove it'),
+    (errno.EMFILE, 'check the path')])
+def test_file_system_errors_name_the_file_and_the_fix(code, fix):
+    ex = OSError(code, 'Some Reason', '/data/x')
+    assert user_message(ex) == f'some reason: /data/x; {fix}'
+    assert user_message(OSError(code, 'Some Reason')) == f'some reason; {fix}'
+
+
+def test_os_errors_without_a_reason_and_resource_errors():
+    assert user_message(OSError('plain text')) == 'plain text'  # no errno: said as it is
+    assert user_message(OSError(errno.EACCES, '')) == '[Errno 13] '.strip()  # no reason: the text of the error
+    busy = ResourceError(errno.ENOSPC, 'cannot write /w:\n  no space left; free some', '/w')
+    assert user_message(busy) == 'cannot write /w: no space left; free some'
+
+
+def test_failed_runs_user_errors_and_bugs():
+    class Failed(RuntimeError):
+        exit_status = 1
+    assert user_message(Failed('3 of 10 requests\nfailed')) == '3 of 10 requests failed'
+    assert user_message(Failed()) == 'Failed'
+    assert user_message(UsageError('--out is missing')) == '--out is missing'
+    assert user_message(ValueError()) == 'ValueError'
+    assert user_message(KeyError('no such system')) == 'no such system'  # not the quoted repr
+    assert user_message(KeyError()) == "KeyError"
+    assert user_message(LookupError('l')) == 'l'
+    assert user_message(ImportError('needs vllm')) == 'needs vllm'
+    assert user_message(ArtifactBusyError('another build holds /w')) == 'another build holds /w'
+    assert user_message(DatasetUnavailableError('irds:x is not downloaded')) == 'irds:x is not downloaded'
+    assert user_message(IndexError('index 5')) is None  # from deep inside: a bug
+    assert user_message(TypeError('x')) is None
+    assert user_message(RuntimeError('x')) is None
+
+    class Odd(RuntimeError):
+        exit_status = '1'  # not an int: not a failed run
+    assert user_message(Odd('x')) is None
+
+
+def _parser():
+    parser = argparse.ArgumentParser(prog='garen')
+    sub = parser.add_subparsers(dest='command', required=True)
+    run = sub.add_parser('run', prog='garen run')
+    run.add_argument('--n', type=int, required=True)
+    return parser
+
+
+@pytest.mark.parametrize(('argv', 'message'), [
+    (['nope'], "error: argument command: invalid choice: 'nope' (choose from run) (see garen --help)\n"),
+    (['run'], 'error: the following arguments are required: --n (see garen run --help)\n'),
+    (['run', '--n', 'x'], "error: argument --n: invalid int value: 'x' (see garen run --help)\n")])
+def test_usage_errors_are_one_line_with_status_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as ended:
+        run_command(_parser(), argv, call=lambda args: None)
+    assert ended.value.code == 2
+    assert capsys.readouterr().err.replace("'run'", 'run') == message
+
+
+def _run(call, capsys):
+    with pytest.raises(SystemExit) as ended:
+        run_command(_parser(), ['run', '--n', '1'], call=call)
+    return ended.value.code, capsys.readouterr().err
+
+
+def test_statuses_of_user_errors_failed_runs_and_interruptions(capsys):
+    def fail(ex):
+        def call(args):
+            assert args.n == 1
+            raise ex
+        return call
+
+    class Failed(RuntimeError):
+        exit_status = 1
+
+    class Zero(RuntimeError):
+        exit_status = 0
+
+    class Three(RuntimeError):
+        exit_status = 3
+    assert _run(fail(ValueError('bad\nvalue')), capsys) == (2, 'error: bad value\n')
+    assert _run(fail(Failed('the key was refused')), capsys) == (1, 'error: the key was refused\n')
+    assert _run(fail(Three('three')), capsys) == (3, 'error: three\n')
+    assert _run(fail(Zero('zero')), capsys) == (2, 'error: zero\n')  # a failure never exits 0
+    assert _run(fail(KeyboardInterrupt()), capsys) == (130, f'\n{INTERRUPTED}\n')
+    with pytest.raises(TypeError, match='a bug'):
+        run_command(_parser(), ['run', '--n', '1'], call=fail(TypeError('a bug')))
+    assert capsys.readouterr().err == ''
+
+
+def test_the_chosen_command_runs_when_no_call_is_given(capsys):
+    parser = _parser()
+    ran = []
+    parser.set_defaults(func=lambda args: ran.append(args.n))
+    run_command(parser, ['run', '--n', '7'])
+    assert ran == [7]
+
+
+def test_progress_bars_left_open_are_closed_before_the_message(capsys):
+    from tqdm import tqdm
+    bar = tqdm(total=10, leave=False)
+    bar.update(3)
+
+    class Broken:
+        leave = False
+
+        def close(self):
+            raise RuntimeError('a broken bar')
+    broken = Broken()
+    tqdm._instances.add(broken)
+    try:
+        assert _run(lambda args: (_ for _ in ()).throw(ValueError('stop')), capsys)[0] == 2
+    finally:
+        tqdm._instances.discard(broken)
+    assert bar.disable or bar.leave is True
+    assert bar not in getattr(tqdm, '_instances', set())
+    assert broken.leave is True
+    end_progress_bars()  # nothing left open: nothing to do
+
+
+def test_before_any_progress_bar_there_is_nothing_to_close(monkeypatch):
+    from tqdm import tqdm
+    monkeypatch.delattr(tqdm, '_instances', raising=False)  # tqdm makes the set with its first bar
+    end_progress_bars()
