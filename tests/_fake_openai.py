@@ -58,6 +58,13 @@ def default_reply(body):
     return 'echo: ' + body['prompt'][-12:]
 
 
+class _Listener(ThreadingHTTPServer):
+    # the engine opens up to max_concurrency (16) connections at once; socketserver's backlog of 5 let some of them
+    # be refused on a loaded machine (a connection error no retry of max_retries=0 could mend)
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class FakeOpenAIServer:
     """An OpenAI-compatible server with vLLM's extensions, answering from rules (see the module docstring).
 
@@ -146,8 +153,7 @@ class FakeOpenAIServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self.httpd = ThreadingHTTPServer(('127.0.0.1', 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = _Listener(('127.0.0.1', 0), Handler)
         self.url = f'http://127.0.0.1:{self.httpd.server_address[1]}/v1'
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self._stopper = threading.Timer(lifetime, self.close)

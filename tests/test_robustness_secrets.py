@@ -46,8 +46,9 @@ def test_planted_key_appears_nowhere(tmp_path, monkeypatch, caplog, from_env):
     caplog.set_level(logging.DEBUG)
     with ScriptedServer(script) as server, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
+        # two retries: a connection the loaded machine resets now and then is not what this test is about
         engine = OpenAIEngine(server.url, 'm', **({} if from_env else {'api_key': KEY}), retry_backoff=0.01,
-                              max_retries=0, context_length=4096)
+                              max_retries=2, context_length=4096)
         reranker, navigator, summarizer = YesNoScorer(engine), YesNoScorer(engine), LLMSummarizer(engine)
         garen = GAREN(reranker, prepared.groups, navigator, budget=10)
         seen += [repr(engine), repr(reranker), repr(summarizer), repr(garen), str(vars(engine))]
