@@ -9,12 +9,13 @@ from a path.
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import socket
 import tarfile
 from pathlib import Path
 from typing import Iterator, Optional, Union
+
+from ._atomic import RESOURCE_FIXES
 
 __all__ = ['load_package', 'hub_errors', 'OFFLINE_ROUTE']
 
@@ -25,7 +26,7 @@ OFFLINE_ROUTE = ('offline route: groups.build_package("groups.tar.lz4"), copy th
 _NETWORK_NAMES = ('Connect', 'Timeout', 'OfflineModeIsEnabled', 'NameResolution', 'NetworkError', 'ProxyError')
 #: OSErrors of the local file system, not of the network (a missing file, no permission, a full or read-only disk)
 _LOCAL_ERRORS = (FileNotFoundError, FileExistsError, PermissionError, IsADirectoryError, NotADirectoryError)
-_LOCAL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)  # ResourceError's too
+_LOCAL_ERRNOS = tuple(RESOURCE_FIXES)  # a full, read-only or refused disk: the codes ResourceError names
 
 
 def _network_cause(ex: BaseException) -> Optional[str]:
