@@ -167,7 +167,8 @@ def test_progress_bars_left_open_are_closed_before_the_message(capsys):
         assert _run(lambda args: (_ for _ in ()).throw(ValueError('stop')), capsys)[0] == 2
     finally:
         tqdm._instances.discard(broken)
-    assert bar.disable or bar.leave is True
+    assert bar.disable  # closed (tqdm disables a bar it closes)
+    assert bar.leave is True
     assert bar not in getattr(tqdm, '_instances', set())
     assert broken.leave is True
     end_progress_bars()  # nothing left open: nothing to do
