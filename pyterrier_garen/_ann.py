@@ -8,6 +8,7 @@ from the stored vectors and the best ``k`` kept, in the same ``np_topk`` layout 
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,15 @@ def rescore_candidates(vectors: np.ndarray, candidates: np.ndarray, k: int, *,
     return edges, weights
 
 
+def _same_file(source: Path, target: Path) -> None:
+    """``target`` holds ``source``'s bytes: a hard link where the file system allows one, else a copy (a symbolic
+    link would point outside the artifact, and follow a rebuilt index's docnos)."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
 def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: int = 32, ef_construction: int = 40,
                       ef_search: int = 64, hops: int = 1, batch_size: int = 2048):
     """An approximate cosine k-NN graph of a ``pyterrier_dr.FlexIndex``, built once beside it and then reused.
@@ -94,7 +104,7 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     Raises:
         ImportError: when ``faiss`` is not installed (``pip install -e ".[ann]" (in a clone of pyterrier-garen)``).
     """
-    from ._atomic import resource_errors, write_array, write_json
+    from ._atomic import ArtifactKindError, building, recover, write_array, write_json
     from ._graphs import check_docnos, load_corpus_graph
     from ._params import check_choice, check_positive
     check_positive(k=k, neighbours=neighbours, ef_construction=ef_construction, ef_search=ef_search,
@@ -104,6 +114,7 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     check_choice('hops', hops, (1, 2))
     how = f'search{ef_search}' if search else f'h{hops}'
     path = Path(index.index_path) / f'hnsw_n-{neighbours}_ef-{ef_construction}_{how}.k{k}.rescored.graph'
+    recover(path)
     if not (path / 'pt_meta.json').is_file():
         try:
             import faiss  # noqa: F401
@@ -139,21 +150,23 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
         # keep one step's gathered vectors near 256 MB
         step = max(1, min(batch_size, 2**28 // (candidates.shape[1] * vectors.shape[1] * 4)))
         edges, weights = rescore_candidates(vectors, candidates, k, batch_size=step)
-        tmp = path.with_name(path.name + '.tmp')
-        with resource_errors(path, 'build'):
-            tmp.mkdir(parents=True, exist_ok=True)
-            write_array(edges, tmp / 'edges.u32.np')
-            write_array(weights, tmp / 'weights.f16.np')
-            if not (tmp / 'docnos.npids').exists():
-                (tmp / 'docnos.npids').symlink_to('../docnos.npids')
         meta = {'type': 'corpus_graph', 'format': 'np_topk', 'package_hint': 'pyterrier-adaptive',
                 'doc_count': int(edges.shape[0]), 'k': int(k),
                 'approximate': {'method': 'faiss_hnsw_search' if search else 'faiss_hnsw_links',
                                 'neighbours': neighbours, 'ef_construction': ef_construction,
                                 'ef_search': ef_search if search else None, 'hops': None if search else hops}}
-        write_json(tmp / 'pt_meta.json', meta)
-        with resource_errors(path, 'build'):
-            os.replace(tmp, path)
+        # a temporary of its own, swapped in whole: a build running beside this one is waited for by the user (the
+        # error says so); one that finished meanwhile is used as it is
+        try:
+            with building(path, ('corpus_graph', 'np_topk')) as tmp:
+                write_array(edges, tmp / 'edges.u32.np')
+                write_array(weights, tmp / 'weights.f16.np')
+                _same_file(Path(index.index_path) / 'docnos.npids', tmp / 'docnos.npids')
+                write_json(tmp / 'pt_meta.json', meta)
+        except ArtifactKindError:
+            raise
+        except FileExistsError:  # the same kind of artifact is there now: built by another process meanwhile
+            pass
     graph = load_corpus_graph(path)
     check_docnos(graph._docnos)
     return graph

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import re
 from enum import Enum
 from typing import Any, List, Optional, Sequence, Tuple
 
@@ -122,14 +123,16 @@ def check_groups(groups: Any, owner: str, *, needs: Sequence[str] = GROUP_API) -
                         f'{", ".join(missing)}; build one with GroupCorpusGraph.from_corpus_graph(graph, path)')
 
 
+_GROUP_ID = re.compile('[0-9]+')
+
+
 def parse_group_ids(values: Sequence[Any], num_groups: int, owner: Any) -> np.ndarray:
     """Group ids from a navigator frame's ``docno`` column; ``ValueError`` naming the first id that is not one."""
     ids = np.empty(len(values), dtype=np.int64)
     for i, value in enumerate(values):
-        try:
-            gid = int(str(value).strip())
-        except ValueError:
-            gid = -1
+        text = str(value).strip()
+        # ASCII digits only: int() alone would read '1_0' as group 10 and a full-width '３' as group 3
+        gid = int(text) if _GROUP_ID.fullmatch(text) else -1
         if not 0 <= gid < num_groups:
             raise ValueError(f'{owner!r}: docno {value!r} is not a group id of this artifact (ids run from 0 to '
                              f'{num_groups - 1}); a navigator scores group ids, as GAREN sends them')

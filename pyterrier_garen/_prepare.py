@@ -1,6 +1,7 @@
 """One call that builds (or reuses) every offline artifact of a collection in a work folder."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -75,7 +76,9 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str) -> bool:
         fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)  # a prepare started at the same moment records the workdir first
-            if manifest.is_file():
+            if manifest.is_file():  # written by a prepare that held the lock first; its lock file is not needed now
+                with contextlib.suppress(FileNotFoundError):
+                    lock.unlink()
                 return _check_manifest(manifest, workdir, fingerprint)
             # prepare's own bookkeeping (the lock, a killed write's temporary of prepare.json) is not the user's
             mine = re.compile(rf'{re.escape(LOCK)}|\.{re.escape(MANIFEST)}\.[a-z0-9_]{{8}}\.tmp')
@@ -123,6 +126,9 @@ def _fresh(path: Path, owned: bool) -> None:
     clean_stale(path)
     if path.is_symlink() or not path.exists() or (path / 'pt_meta.json').is_file():
         return
+    if not path.is_dir():  # prepare never writes a file at an artifact's name: not its own, whoever owns the folder
+        raise FileExistsError(f'{path} is a file where prepare builds an artifact folder; move the file away, or '
+                              'pass another workdir')
     if owned:
         shutil.rmtree(path)
         return

@@ -51,6 +51,17 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
 
 
+def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
+    """``qid`` and ``docno`` as strings: qrels read with integer ids then match a run's string ones."""
+    return frame.assign(qid=frame.qid.astype(str), docno=frame.docno.astype(str))
+
+
+def _ranked(run: pd.DataFrame) -> pd.DataFrame:
+    """A run in its ranked order: by ``rank`` where it has one, else by descending ``score``, else as given."""
+    order = [c for c in ('rank', 'score') if c in run.columns][:1]
+    return run.sort_values(order, ascending='rank' in order, kind='stable') if order else run
+
+
 def _bfs(seeds: Iterable[int], neighbours, limit: int) -> Dict[int, int]:
     dist = {s: 0 for s in seeds}
     queue = deque(dist)
@@ -100,10 +111,8 @@ def gold_hops(groups, first_stage: pd.DataFrame, qrels: pd.DataFrame, *, top: in
     Returns ``qid, docno, doc_hop, group_hop`` (``limit + 1`` = farther or unreachable).
     """
     rows = []
-    relevant = qrels[qrels.label > 0]
-    ranked = first_stage.sort_values(['qid', 'rank'] if 'rank' in first_stage else ['qid', 'score'],
-                                     ascending=[True, 'rank' in first_stage])
-    tops = {qid: list(df.docno[:top]) for qid, df in ranked.groupby('qid')}
+    relevant = _as_text(qrels[qrels.label > 0])
+    tops = {qid: list(df.docno[:top]) for qid, df in _ranked(_as_text(first_stage)).groupby('qid', sort=False)}
     for qid, rel in relevant.groupby('qid'):
         seeds = tops.get(qid, [])
         dh, gh = doc_hops(groups, seeds, limit=limit), group_hops(groups, seeds, limit=limit)
@@ -123,7 +132,7 @@ def recall_by_hop(hops: pd.DataFrame, runs: Dict[str, pd.DataFrame], *, hop_colu
     """
     out = []
     for name, run in runs.items():
-        top = run[run['rank'] < depth] if 'rank' in run else run.groupby('qid').head(depth)
+        top = _ranked(run).groupby('qid', sort=False).head(depth)
         found = set(zip(top.qid.astype(str), top.docno.astype(str)))
         hit = np.array([(q, d) in found for q, d in zip(hops.qid.astype(str), hops.docno.astype(str))])
         for hop, idx in hops.groupby(hop_column).groups.items():
@@ -145,9 +154,7 @@ def gold_group_diagnostics(trace: Sequence[dict], groups, qrels: pd.DataFrame) -
         One row per query: ``gold_groups`` (distinct groups of relevant docs), ``scored`` and ``selected`` (how
         many of them the navigator scored / GAREN expanded at some iteration).
     """
-    relevant = qrels[qrels.label > 0]
-    gold = {qid: {g for g in groups.groups_of(list(df.docno)).tolist() if g >= 0}
-            for qid, df in relevant.groupby('qid')}
+    gold = _gold_groups(groups, qrels)
     scored: Dict[str, set] = {}
     chosen: Dict[str, set] = {}
     for step in trace:
@@ -345,12 +352,9 @@ def budget_swaps(smaller: pd.DataFrame, larger: pd.DataFrame, qrels: pd.DataFram
     relevant = relevant.groupby('qid').docno.agg(set).to_dict()
 
     def ranked(frame):
-        order = [c for c in ('rank', 'score') if c in frame.columns][:1]
-        if not order:
+        if 'rank' not in frame.columns and 'score' not in frame.columns:
             raise ValueError(f'a run needs a rank or score column to order its documents; got {list(frame.columns)}')
-        frame = frame.sort_values(order, ascending='rank' in order, kind='stable')
-        return {str(q): g for q, g in frame.assign(docno=frame.docno.astype(str)).groupby(
-            frame.qid.astype(str), sort=False)}
+        return dict(tuple(_as_text(_ranked(frame)).groupby('qid', sort=False)))
     small, large = ranked(smaller), ranked(larger)
     rows = []
     for qid, big in large.items():

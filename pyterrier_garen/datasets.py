@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 import warnings
 from functools import cached_property
 from pathlib import Path
@@ -34,13 +35,16 @@ _KNOWN_BINARY = {
 
 
 def _read_lines(path: Path) -> Iterator[Tuple[int, str]]:
-    """``(line number, text)`` of a UTF-8 text file (a leading BOM dropped), with a clear error on other bytes."""
+    """``(line number, text)`` of a UTF-8 text file, with a clear error on other bytes.
+
+    A byte-order mark is dropped at the start of every line, not only the first: files joined with ``cat`` carry
+    one where each part began, and it would otherwise stay, invisible, inside that line's first id."""
     from ._atomic import resource_errors
     with resource_errors(path, 'read'):
         fin = path.open('rb')
     with fin:
         for lineno, raw in enumerate(fin, start=1):
-            if lineno == 1 and raw.startswith(codecs.BOM_UTF8):
+            if raw.startswith(codecs.BOM_UTF8):
                 raw = raw[len(codecs.BOM_UTF8):]
             try:
                 line = raw.decode('utf8')
@@ -56,6 +60,10 @@ def _check_id(value: str, what: str, where: str) -> str:
     if any(c.isspace() for c in value):
         raise ValueError(f'{where}: {what} {value!r} contains whitespace, which TREC run and qrels files cannot '
                          f'hold; use {what}s without spaces or tabs')
+    hidden = next((c for c in value if unicodedata.category(c) == 'Cf'), None)
+    if hidden is not None:  # a zero-width space or a stray BOM: two ids that print alike would differ
+        raise ValueError(f'{where}: {what} {value!r} contains the invisible character U+{ord(hidden):04X} '
+                         f'({unicodedata.name(hidden, "a format character")}); remove it from the {what}')
     return value
 
 
@@ -269,12 +277,15 @@ class LocalDataset(pt.datasets.Dataset):
             if not _INTEGER.fullmatch(parts[3]):  # int() alone would read '1_0' as 10 and a full-width '３' as 3
                 raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer')
             label = int(parts[3])
-            key = (parts[0], parts[2])
+            key = (_check_id(parts[0], 'qid', where), _check_id(parts[2], 'docno', where))
             if key in seen:
                 raise ValueError(f'{where}: qid {parts[0]!r} judges docno {parts[2]!r} again (first on line '
                                  f'{seen[key]}); keep one judgement per pair')
             seen[key] = lineno
             rows.append((parts[0], parts[2], label))
+        if not rows:
+            raise ValueError(f'{path} holds no judgements, so nothing can be evaluated; add lines "qid 0 docno '
+                             'relevance", or remove the file')
         qrels = pd.DataFrame(rows, columns=['qid', 'docno', 'label'])
         unknown_docs = int((~qrels.docno.isin(self._docs.keys())).sum())
         unknown_qids = int((~qrels.qid.isin(set(self._topics.qid))).sum())

@@ -91,6 +91,15 @@ def test_a_docno_that_is_not_a_group_id_is_refused_naming_it(docno):
                                'navigator scores group ids, as GAREN sends them')
 
 
+@pytest.mark.parametrize('docno', ['1_0', '\uff12', '+1', '1e1', '0x1'])
+def test_a_group_id_is_ascii_digits_only(docno):
+    # int() alone reads '1_0' as 10 and a full-width two as 2: group ids in range, of the wrong groups
+    with pytest.raises(ValueError) as info:
+        parse_group_ids([docno], 20, Owner())
+    assert str(info.value) == (f'Nav(): docno {docno!r} is not a group id of this artifact (ids run from 0 to 19); a '
+                               'navigator scores group ids, as GAREN sends them')
+
+
 # --- _params: rebuild_repr, init_arguments, attributes -------------------------------------------------------------
 
 class Colour(Enum):

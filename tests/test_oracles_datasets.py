@@ -99,10 +99,37 @@ def test_crlf_bom_and_blank_lines_in_every_file(tmp_path):
     assert _quiet_qrels(ds).values.tolist() == [['q1', 'd1', 2], ['q2', 'd2', 1]]
 
 
-def test_a_bom_is_dropped_on_the_first_line_only(tmp_path):
-    ds = _write(tmp_path, docs=DOC + b'\xef\xbb\xbf{"docno": "d2", "text": "b"}\n')
-    _raises(lambda: _docs(ds), f'{tmp_path / "docs.jsonl"} line 2: not valid JSON (Unexpected UTF-8 BOM (decode using '
-                               'utf-8-sig)); each line must be one JSON object like {"docno": "d1", "text": "..."}')
+def test_a_bom_is_dropped_at_the_start_of_every_line(tmp_path):
+    # two files joined with cat: the second part's BOM starts a line in the middle; left there, it would hide in
+    # that line's first id ('\ufeffq2' judged by nothing, 'q2' of the qrels matching no query)
+    bom = b'\xef\xbb\xbf'
+    ds = _write(tmp_path, docs=bom + DOC + bom + b'{"docno": "d2", "text": "b"}\n',
+                queries=bom + b'q1\thello\n' + bom + b'q2\tworld\n', qrels=bom + b'q1 0 d1 1\n' + bom + b'q2 0 d2 1\n')
+    assert _docs(ds) == [{'docno': 'd1', 'text': 'a'}, {'docno': 'd2', 'text': 'b'}]
+    assert ds.get_topics().values.tolist() == [['q1', 'hello'], ['q2', 'world']]
+    assert _quiet_qrels(ds).values.tolist() == [['q1', 'd1', 1], ['q2', 'd2', 1]]
+
+
+@pytest.mark.parametrize(('name', 'data', 'what', 'value', 'code', 'char'), [
+    ('queries.tsv', 'q1\thello\nq\u200b2\tworld\n', 'qid', 'q\u200b2', '200B', 'ZERO WIDTH SPACE'),
+    ('queries.tsv', 'q1\thello\nq2\ufeff\tworld\n', 'qid', 'q2\ufeff', 'FEFF', 'ZERO WIDTH NO-BREAK SPACE'),
+    ('docs.jsonl', '{"docno": "d1", "text": "a"}\n{"docno": "d\u20602", "text": "b"}\n', 'docno', 'd\u20602', '2060',
+     'WORD JOINER'),
+    ('qrels.txt', 'q1 0 d1 1\nq1 0 d\u200d1x 1\n', 'docno', 'd\u200d1x', '200D', 'ZERO WIDTH JOINER'),
+    ('qrels.txt', 'q1 0 d1 1\n\u200eq1 0 d2 1\n', 'qid', '\u200eq1', '200E', 'LEFT-TO-RIGHT MARK'),
+])
+def test_an_invisible_character_in_an_id_is_refused(tmp_path, name, data, what, value, code, char):
+    ds = _write(tmp_path, **{{'docs.jsonl': 'docs', 'queries.tsv': 'queries', 'qrels.txt': 'qrels'}[name]: data})
+    read = {'docs.jsonl': lambda: _docs(ds), 'queries.tsv': ds.get_topics, 'qrels.txt': ds.get_qrels}[name]
+    _raises(read, f'{tmp_path / name} line 2: {what} {value!r} contains the invisible character U+{code} ({char}); '
+                  f'remove it from the {what}')
+
+
+@pytest.mark.parametrize('qrels', [b'', b'\n\n', b'\xef\xbb\xbf\r\n  \r\n'])
+def test_a_qrels_file_without_judgements_is_refused(tmp_path, qrels):
+    ds = _write(tmp_path, qrels=qrels)
+    _raises(ds.get_qrels, f'{tmp_path / "qrels.txt"} holds no judgements, so nothing can be evaluated; add lines '
+                          '"qid 0 docno relevance", or remove the file')
 
 
 @pytest.mark.parametrize(('name', 'data', 'line', 'byte', 'column'), [

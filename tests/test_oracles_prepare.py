@@ -320,6 +320,7 @@ def test_a_manifest_written_while_waiting_for_the_lock_is_the_answer(tmp_path, m
     _while_locked(monkeypatch, lambda fd: (work / 'prepare.json').write_text(text))
     assert _check_workdir(work, FP, 'tiny') is created
     assert (work / 'prepare.json').read_text() == text  # not rewritten
+    assert _listing(work) == ['prepare.json']  # the lock file went with the wait: nothing of prepare's is left
 
 
 def test_a_manifest_of_another_collection_written_while_waiting_is_refused(tmp_path, monkeypatch):
@@ -429,6 +430,17 @@ def test_fresh_removes_temporaries_of_killed_builds_either_way(tmp_path, owned):
     (tmp_path / '.bm25.pisa.notes').write_text('mine')  # the user's, although it starts like a temporary
     _fresh(path, owned)
     assert _listing(tmp_path) == ['.bm25.pisa.notes', 'bm25.pisa']
+
+
+@pytest.mark.parametrize('owned', [True, False])
+def test_fresh_refuses_a_file_at_an_artifacts_name_and_keeps_it(tmp_path, owned):
+    path = tmp_path / 'bm25.pisa'
+    path.write_text('notes')
+    with pytest.raises(FileExistsError) as refused:
+        _fresh(path, owned)
+    assert str(refused.value) == (f'{path} is a file where prepare builds an artifact folder; move the file away, or '
+                                  'pass another workdir')
+    assert path.read_text() == 'notes'
 
 
 # ---- _matches_collection
