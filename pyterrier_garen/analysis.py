@@ -192,7 +192,8 @@ def gold_group_status(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.
 
     Returns:
         ``qid, docno, group, candidate, scored, selected, observed, iteration, stage``: ``iteration`` is the first
-        iteration whose window held the document (0 if none); ``stage`` is ``'observed'`` or the furthest step
+        iteration whose window held the document (0 if none, or if that step of the trace names no iteration);
+        ``stage`` is ``'observed'`` or the furthest step
         the document's group reached, named by what failed after it (one of :data:`GOLD_STAGES`: ``'not
         candidate'``, ``'not scored'``, ``'not selected'`` when it was scored but never expanded, ``'not observed'``
         when it was expanded but the document was not reached; a document observed straight from the first stage
@@ -216,9 +217,10 @@ def gold_group_status(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.
     for qid, docno, gid in zip(qids, docnos, gids):
         record = seen[qid]
         flags = [gid in record[k] for k in ('candidate', 'scored', 'selected')]
+        observed = (qid, docno) in entered
         it = entered.get((qid, docno), 0)
         candidate, scored, selected = flags
-        if it:
+        if observed:
             stage = 'observed'
         elif gid < 0:
             stage = 'no group'
@@ -228,7 +230,7 @@ def gold_group_status(trace: Sequence[dict], groups, qrels: pd.DataFrame) -> pd.
             stage = 'not selected'
         else:
             stage = 'not scored' if candidate else 'not candidate'
-        rows.append((qid, docno, int(gid), *flags, it > 0, it, stage))
+        rows.append((qid, docno, int(gid), *flags, observed, it, stage))
     return pd.DataFrame(rows, columns=['qid', 'docno', 'group', 'candidate', 'scored', 'selected', 'observed',
                                        'iteration', 'stage'])
 

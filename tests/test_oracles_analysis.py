@@ -12,6 +12,7 @@ Groups: 0 = {a, b}, 1 = {c, d}, 2 = {e}, 3 = {f}. Group links (a k-NN edge betwe
 0 -> 1, 1 -> 2, 2 -> 3, 2 -> 0.
 """
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -64,6 +65,49 @@ def test_gold_hops_match_integer_qids_with_string_ones_and_read_the_top_by_rank_
     assert again.group_hop.tolist() == [2, 1, 3, 3, 3]
     both = analysis.gold_hops(six, first, qrels, top=2, limit=6)  # seeds 'a' and 'e'
     assert both.doc_hop.tolist() == [2, 1, 7, 7, 7]
+    # limit 0: only the seed 'e' (group 2) itself; every other document is "farther", 1, on both graphs
+    near = analysis.gold_hops(six, ranked, qrels, top=1, limit=0)
+    assert near.doc_hop.tolist() == [1, 1, 1, 1, 1]
+    assert near.group_hop.tolist() == [1, 1, 1, 1, 1]
+
+
+def test_gold_hops_of_the_first_document_and_group(six):
+    # document id 0 and group 0 are real ids: 'a' is 0 hops from itself, 'b' one hop and in the same group
+    first = pd.DataFrame({'qid': ['q'], 'docno': ['a'], 'rank': [0]})
+    qrels = pd.DataFrame({'qid': ['q', 'q'], 'docno': ['a', 'b'], 'label': [1, 1]})
+    hops = analysis.gold_hops(six, first, qrels)
+    assert hops.to_dict('list') == {'qid': ['q', 'q'], 'docno': ['a', 'b'], 'doc_hop': [0, 1], 'group_hop': [0, 0]}
+
+
+def _chain(tmp_path, n):
+    """d0 -> d1 -> ... -> d(n-1), one group per document."""
+    edges = np.minimum(np.arange(n) + 1, n - 1)[:, None]
+    return GroupCorpusGraph.from_arrays(tmp_path / 'chain', [f'd{i}' for i in range(n)], edges, np.ones((n, 1)),
+                                        labels=list(range(n)))
+
+
+def test_the_default_limits_and_depths(tmp_path):
+    chain = _chain(tmp_path, 10)
+    assert max(analysis.doc_hops(chain, ['d0']).values()) == 6  # limit 6 by default
+    assert max(analysis.group_hops(chain, ['d0']).values()) == 6
+    # the first stage's top 20 by default: the 21st document is not a seed; unreachable is limit + 1 = 7
+    first = pd.DataFrame({'qid': ['q'] * 22, 'docno': ['d0'] * 20 + ['d9', 'd8'], 'rank': range(22)})
+    qrels = pd.DataFrame({'qid': ['q', 'q', 'q'], 'docno': ['d9', 'd6', 'd7'], 'label': [1, 1, 1]})
+    hops = analysis.gold_hops(chain, first, qrels)
+    assert hops.doc_hop.tolist() == [7, 6, 7]
+    assert hops.group_hop.tolist() == [7, 6, 7]
+    # recall_by_hop's depth is 100 by default: the 100th document counts, the 101st does not
+    run = pd.DataFrame({'qid': ['q'] * 101, 'docno': [f'x{i}' for i in range(99)] + ['d6', 'd9'],
+                        'rank': range(101)})
+    table = analysis.recall_by_hop(hops, {'s': run})
+    assert table.to_dict('list') == {'system': ['s', 's'], 'hop': [6, 7], 'gold': [1, 2], 'found': [1, 0],
+                                     'recall': [1.0, 0.0]}
+
+
+def test_the_group_links_are_computed_once_per_graph(six):
+    first = analysis._group_adjacency(six)
+    assert analysis._group_adjacency(six) is first
+    assert six._analysis_group_adjacency is first
 
 
 def test_recall_by_hop_takes_each_runs_top_by_rank_or_score(six):
@@ -76,6 +120,12 @@ def test_recall_by_hop_takes_each_runs_top_by_rank_or_score(six):
         'system': ['by score'] * 3 + ['by rank'] * 3, 'hop': [2, 3, 7] * 2, 'gold': [2, 1, 1] * 2,
         'found': [1, 0, 0, 0, 1, 1],  # top 2 by score: d, a; by rank: zz, f
         'recall': [0.5, 0.0, 0.0, 0.0, 1.0, 1.0]}
+    # a run with both: the rank alone orders it, tied ranks keep their rows' order (the score does not break ties)
+    tied = pd.DataFrame({'qid': ['1', '1'], 'docno': ['f', 'd'], 'rank': [0, 0], 'score': [2.0, 1.0]})
+    one = analysis.recall_by_hop(hops, {'tied': tied}, depth=1)
+    assert one.found.tolist() == [0, 1, 0]  # 'f' (hop 3) comes first as given
+    one = analysis.recall_by_hop(hops, {'tied': tied[::-1]}, depth=1)
+    assert one.found.tolist() == [1, 0, 0]  # and 'd' (hop 2) when it is given first
     groups = analysis.recall_by_hop(hops, {'by rank': ranked}, hop_column='group_hop', depth=3)
     assert groups.to_dict('list') == {'system': ['by rank'] * 4, 'hop': [0, 1, 3, 7], 'gold': [1, 1, 1, 1],
                                       'found': [1, 0, 1, 1], 'recall': [1.0, 0.0, 1.0, 1.0]}
@@ -86,7 +136,8 @@ def test_gold_group_diagnostics_count_gold_groups_scored_and_selected(six):
     qrels = pd.DataFrame({'qid': [1, 1, 1, 1], 'docno': ['c', 'e', 'b', 'zz'], 'label': [1, 3, 0, 1]})
     trace = [{'qid': '1', 'scored': {1: 0.5, 3: 0.1}, 'chosen_groups': [1]},
              {'qid': '1', 'scored': {}, 'chosen_groups': [0, 2]},
-             {'qid': 'r', 'scored': {2: 0.3}}]  # a query without judgements
+             {'qid': 'r', 'scored': {2: 0.3}},  # a query without judgements
+             {'qid': '1', 'chosen_groups': [3]}]  # a step that scored nothing
     diag = analysis.gold_group_diagnostics(trace, six, qrels)
     assert diag.to_dict('records') == [{'qid': '1', 'gold_groups': 2, 'scored': 1, 'selected': 2},
                                        {'qid': 'r', 'gold_groups': 0, 'scored': 0, 'selected': 0}]
@@ -117,6 +168,16 @@ def test_gold_group_status_names_where_each_relevant_document_was_lost(six):
     assert set(status.stage) <= set(analysis.GOLD_STAGES)
 
 
+def test_gold_group_status_of_group_zero_and_of_a_step_without_iteration(six):
+    trace = [{'qid': 'q', 'window': ['c']},  # no iteration: observed all the same, at iteration 0
+             {'qid': 'q', 'iteration': 2, 'window': ['d'], 'scored': {0: 0.5}}]
+    qrels = pd.DataFrame({'qid': ['q', 'q', 'q'], 'docno': ['b', 'c', 'd'], 'label': [1, 1, 1]})
+    status = analysis.gold_group_status(trace, six, qrels)
+    assert status[['docno', 'group', 'scored', 'observed', 'iteration', 'stage']].values.tolist() == [
+        ['b', 0, True, False, 0, 'not selected'], ['c', 1, False, True, 0, 'observed'],
+        ['d', 1, False, True, 2, 'observed']]
+
+
 def test_gold_group_status_of_integer_ids_and_of_no_relevant_document(six):
     trace = [{'qid': 7, 'iteration': 3, 'window': [4], 'scored': {2: 1.0}}]  # ids as integers; docno 4 is not 'e'
     qrels = pd.DataFrame({'qid': ['7', '7'], 'docno': ['e', 'a'], 'label': [1, 0]})
@@ -135,7 +196,9 @@ def test_navigator_quality_auc_with_ties_and_the_best_gold_rank(six):
              {'qid': 'r', 'scored': {0: 0.2}},  # no gold group scored
              {'qid': 'only', 'scored': {3: 0.1}},  # only gold groups scored
              {'qid': 'q', 'scored': None}]
-    table = analysis.navigator_quality(trace, six, qrels)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # no division by zero behind the NaNs
+        table = analysis.navigator_quality(trace, six, qrels)
     rows = {r.qid: r for r in table.itertuples()}
     assert list(table.columns) == ['qid', 'scored', 'gold_scored', 'auc', 'best_gold_rank']
     assert list(rows) == ['q', 'r', 'only']
@@ -184,3 +247,133 @@ def test_first_stage_shares_and_their_spread():
     empty = analysis.share_summary(analysis.first_stage_shares([]))
     assert len(empty) == 0
     assert list(empty.columns) == ['iteration', 'queries', 'mean', 'sd', 'q10', 'q90']
+
+
+# -- budget swaps: ids as text, and the refusals ---------------------------------------------------------------------
+def test_budget_swaps_match_integer_docnos_with_string_judgements():
+    smaller = pd.DataFrame({'qid': [1, 1], 'docno': [10, 11], 'rank': [0, 1]})
+    larger = pd.DataFrame({'qid': [1, 1, 1], 'docno': [12, 10, 11], 'rank': [0, 1, 2]})
+    qrels = pd.DataFrame({'qid': ['1', '1'], 'docno': ['11', '12'], 'label': [1, 1]})
+    out = analysis.budget_swaps(smaller, larger, qrels, depth=2, head=1)
+    assert out.to_dict('records') == [{'qid': '1', 'prefix': None, 'late': 1, 'late_head': 1, 'gained': 1,
+                                       'promoted': 0, 'lost': 1, 'relevant': 2}]
+
+
+@pytest.mark.parametrize(('kwargs', 'message'), [
+    ({'depth': 0}, 'depth must be a positive integer, got 0 (the recall cut-off)'),
+    ({'head': -1}, 'head must be an integer >= 0, got -1 (the top nDCG sees)'),
+])
+def test_budget_swaps_refuses_a_bad_cut_off(kwargs, message):
+    run = pd.DataFrame({'qid': ['1'], 'docno': ['a'], 'rank': [0]})
+    qrels = pd.DataFrame({'qid': ['1'], 'docno': ['a'], 'label': [1]})
+    with pytest.raises(ValueError) as refused:
+        analysis.budget_swaps(run, run, qrels, **kwargs)
+    assert str(refused.value) == message
+
+
+def test_budget_swaps_names_the_frame_that_lacks_a_column():
+    run = pd.DataFrame({'qid': ['1'], 'docno': ['a'], 'rank': [0]})
+    qrels = pd.DataFrame({'qid': ['1'], 'docno': ['a'], 'label': [1]})
+    with pytest.raises(ValueError) as refused:
+        analysis.budget_swaps(run.drop(columns='qid'), run, qrels)
+    assert str(refused.value) == ("budget_swaps: smaller has no column qid (got ['docno', 'rank']); pass PyTerrier "
+                                  'frames: runs with qid, docno and rank or score, qrels with qid, docno, label')
+
+
+# -- budget curves and their plots -----------------------------------------------------------------------------------
+def _fixed(rows):
+    import pyterrier as pt
+    frame = pd.DataFrame(rows, columns=['qid', 'docno', 'score'])
+    return pt.apply.generic(lambda topics: frame[frame.qid.isin(topics.qid)].assign(
+        query=lambda f: f.qid.map(dict(zip(topics.qid, topics['query'])))))
+
+
+def test_budget_curve_runs_each_budget_in_budget_order(capsys):
+    topics = pd.DataFrame({'qid': ['q1'], 'query': ['x']})
+    qrels = pd.DataFrame({'qid': ['q1', 'q1'], 'docno': ['d1', 'd2'], 'label': [1, 1]})
+    good = _fixed([('q1', 'd1', 2.0), ('q1', 'd2', 1.0)])
+    half = _fixed([('q1', 'd3', 2.0), ('q1', 'd1', 1.0)])
+    also_good = _fixed([('q1', 'd2', 2.0), ('q1', 'd1', 1.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        curve = analysis.budget_curve({200: {'good': good, 'half': also_good}, 100: {'good': good, 'half': half}},
+                                      topics, qrels)
+    assert capsys.readouterr() == ('', '')  # quiet: no progress bar, no pipeline tree
+    assert curve.index.tolist() == [0, 1, 2, 3]
+    assert list(curve.columns) == ['name', 'R@100', 'nDCG@10', 'budget']  # pt.Experiment's order
+    assert curve[['budget', 'name']].values.tolist() == [[100, 'good'], [100, 'half'], [200, 'good'], [200, 'half']]
+    # half: d1 at rank 2 of two relevant documents: DCG 1/log2(3), ideal 1 + 1/log2(3)
+    ndcg = (1 / np.log2(3)) / (1 + 1 / np.log2(3))
+    np.testing.assert_allclose(curve['nDCG@10'], [1.0, ndcg, 1.0, 1.0])
+    np.testing.assert_allclose(curve['R@100'], [1.0, 0.5, 1.0, 1.0])
+    from ir_measures import P
+    other = analysis.budget_curve({5: {'half': half}}, topics, qrels, measures=[P @ 1])
+    assert other.to_dict('list') == {'name': ['half'], 'P@1': [0.0], 'budget': [5]}
+
+
+def test_plot_budget_curve_draws_one_line_per_system():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    curve = pd.DataFrame({'name': ['b', 'a', 'b', 'a'], 'budget': [50, 50, 100, 100], 'nDCG@10': [.1, .2, .3, .4],
+                          'R@100': [.5, .6, .7, .8]})
+    ax = analysis.plot_budget_curve(curve, 'R@100')
+    assert [line.get_label() for line in ax.get_lines()] == ['b', 'a']  # in the curve's order
+    assert [line.get_xdata().tolist() for line in ax.get_lines()] == [[50, 100], [50, 100]]
+    assert [line.get_ydata().tolist() for line in ax.get_lines()] == [[.5, .7], [.6, .8]]
+    assert [line.get_marker() for line in ax.get_lines()] == ['o', 'o']
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ('reranking budget (documents)', 'R@100')
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ['b', 'a']
+    assert [t.get_fontsize() for t in ax.get_legend().get_texts()] == [8, 8]
+    assert tuple(ax.figure.get_size_inches()) == (5.0, 3.5)
+    _, given = plt.subplots()
+    assert analysis.plot_budget_curve(curve, ax=given) is given
+    assert given.get_ylabel() == 'nDCG@10'
+    plt.close('all')
+
+
+def test_plot_recall_by_hop_draws_grouped_bars():
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    table = pd.DataFrame({'system': ['s', 's', 't'], 'hop': [2, 1, 2], 'gold': [4, 3, 4], 'found': [2, 3, 1],
+                          'recall': [0.5, 1.0, 0.25]})
+    ax = analysis.plot_recall_by_hop(table, title='T')
+    bars = ax.patches
+    assert len(bars) == 4  # two hops for each of two systems; t has no hop 1: a bar of height 0
+    assert [round(b.get_x() + b.get_width() / 2, 6) for b in bars] == [0.0, 1.0, 0.4, 1.4]
+    assert [b.get_height() for b in bars] == [1.0, 0.5, 0.0, 0.25]
+    assert [round(b.get_width(), 6) for b in bars] == [0.4] * 4
+    assert [round(t, 6) for t in ax.get_xticks()] == [0.2, 1.2]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ['1\n(n=3)', '2\n(n=4)']
+    assert (ax.get_xlabel(), ax.get_ylabel(), ax.get_title()) == (
+        'hop distance from the first-stage top 20', 'recall of relevant docs', 'T')
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ['s', 't']
+    assert [t.get_fontsize() for t in ax.get_legend().get_texts()] == [8, 8]
+    assert tuple(ax.figure.get_size_inches()) == (6.0, 3.5)
+    _, given = plt.subplots()
+    assert analysis.plot_recall_by_hop(table, ax=given) is given
+    assert given.get_title() == ''
+    _, alone = plt.subplots()
+    analysis.plot_recall_by_hop(table[table.system == 's'], ax=alone)  # one system: bars 0.8 wide, centred
+    assert [round(b.get_width(), 6) for b in alone.patches] == [0.8, 0.8]
+    assert [round(t, 6) for t in alone.get_xticks()] == [0.0, 1.0]
+    plt.close('all')
+
+
+def test_budget_curve_runs_a_shared_first_stage_once_per_budget():
+    import pyterrier as pt
+    topics = pd.DataFrame({'qid': ['q1'], 'query': ['x']})
+    qrels = pd.DataFrame({'qid': ['q1'], 'docno': ['d1'], 'label': [1]})
+    calls = []
+
+    def first_stage(frame):
+        calls.append(len(frame))
+        return pd.DataFrame({'qid': ['q1', 'q1'], 'query': ['x', 'x'], 'docno': ['d1', 'd2'], 'score': [2.0, 1.0]})
+    shared = pt.apply.generic(first_stage)
+    flip = pt.apply.doc_score(lambda row: -row['score'])
+    keep = pt.apply.doc_score(lambda row: row['score'])
+    curve = analysis.budget_curve({1: {'keep': shared >> keep, 'flip': shared >> flip},
+                                   2: {'keep': shared >> keep, 'flip': shared >> flip}}, topics, qrels)
+    assert calls == [1, 1]  # plan='tree': the common prefix once for both systems, at each budget
+    np.testing.assert_allclose(curve['nDCG@10'], [1.0, 1 / np.log2(3)] * 2)
