@@ -86,11 +86,12 @@ class CrossEncoderScorer(Rebuildable, pt.Transformer):
         pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
-        pairs = [(str(q), str(t or '')) for q, t in zip(inp['query'], inp[self.text_field])]
+        # a missing text (None, or NaN where pandas filled a gap) is an empty one, not the word 'nan'
+        pairs = [(str(q), '' if t is None or t != t else str(t)) for q, t in zip(inp['query'], inp[self.text_field])]
         scores = np.asarray(self.cross_encoder.predict(pairs, batch_size=self.batch_size,
                                                        show_progress_bar=self.verbose), dtype=np.float64)
         out = inp.assign(score=scores.reshape(len(pairs), -1)[:, 0])
-        return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))
+        return pt.model.add_ranks(out)  # replaces a rank the input had; `out` is a copy, changed in place
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -124,7 +125,12 @@ def _factory_function(arg: str):
 
 
 def _factory(prepared, arg):
-    return _factory_function(arg)(prepared), f'{arg}(prepared)'
+    built = _factory_function(arg)(prepared)
+    if not isinstance(built, pt.Transformer):  # else it fails later, deep inside a search, naming another role
+        raise TypeError(f'--reranker factory:{arg} returned {type(built).__name__}, not a pt.Transformer; return a '
+                        'transformer that adds a score to every (qid, docno) row it is given (wrap a function of a '
+                        'frame in pt.apply.generic)')
+    return built, f'{arg}(prepared)'
 
 
 #: ``name -> builder(prepared, argument) -> (transformer, description)``; ``compare --reranker NAME[:ARGUMENT]``
