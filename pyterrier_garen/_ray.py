@@ -34,7 +34,10 @@ __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_reci
 
 _EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
-_SECRET_KEYS = ('api_key', 'key', 'token', 'password', 'secret')
+#: A keyword argument is a secret when a word of its name (split at '_' and '-') is one of these: ``api_key``,
+#: ``hf_token``, ``client_secret``; not ``max_tokens`` or ``max_num_batched_tokens`` (counts), nor ``ssl_keyfile``.
+_SECRET_WORDS = frozenset({'key', 'apikey', 'token', 'password', 'passwd', 'pwd', 'secret', 'credential',
+                           'credentials', 'auth', 'authorization', 'bearer', 'cookie'})
 
 
 def _import_ray():
@@ -59,15 +62,36 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
         raise ValueError(f'unknown engine {target!r}: use one of {sorted(_registry.engine_names())}, an Engine '
                          'class, or a "package.module:Class" path')
     try:
-        return getattr(importlib.import_module(module), attr)
+        found = importlib.import_module(module)
+    except ModuleNotFoundError as ex:
+        if ex.name is None or not module.startswith(ex.name):
+            raise  # the module exists but needs something missing: its own message says what
+        raise ValueError(f'no module {ex.name!r} (from engine {target!r}); use one of '
+                         f'{sorted(_registry.engine_names())}, an Engine class, or a "package.module:Class" path') \
+            from None
+    try:
+        return getattr(found, attr)
     except AttributeError as ex:
         raise ValueError(f'{module} has no {attr!r} (from engine {target!r})') from ex
 
 
-def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+def _secret_name(name: str) -> bool:
+    return not _SECRET_WORDS.isdisjoint(name.lower().replace('-', '_').split('_'))
+
+
+def _shown(name: Any, value: Any) -> Any:
+    if _secret_name(str(name)) and not (value is None or (isinstance(value, str) and value == 'EMPTY')):
+        return '***'
+    if isinstance(value, dict):  # e.g. default_headers={'Authorization': ...}: each entry by its own name
+        return {k: _shown(k, v) for k, v in value.items()}
     from ._redact import shown_url  # a credential inside a URL (user:KEY@host, ?api-key=KEY) is hidden too
-    return {k: ('***' if any(s in k.lower() for s in _SECRET_KEYS) and v not in (None, 'EMPTY') else shown_url(v))
-            for k, v in kwargs.items()}
+    return shown_url(value)
+
+
+def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """``kwargs`` for display: values of secret names (see :data:`_SECRET_WORDS`, also inside dicts) as ``'***'``,
+    credentials inside URLs hidden."""
+    return {k: _shown(k, v) for k, v in kwargs.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -124,6 +148,9 @@ class _ModelOnly:
         raise RuntimeError(f'the engine of {self.model!r} is only built inside the Ray actors')
 
 
+_LLM_SUMMARIZER = 'pyterrier_garen:LLMSummarizer'
+
+
 class SummarizerSpec:
     """A picklable recipe for an LLM summariser: each Ray actor builds its own engine and summariser from it.
 
@@ -134,8 +161,7 @@ class SummarizerSpec:
         **kwargs: the summariser's options (``max_tokens``, ``max_doc_tokens``, ``batch_size``, ``retries``).
     """
 
-    def __init__(self, engine: EngineSpec, *, summarizer: Union[str, type] = 'pyterrier_garen:LLMSummarizer',
-                 **kwargs):
+    def __init__(self, engine: EngineSpec, *, summarizer: Union[str, type] = _LLM_SUMMARIZER, **kwargs):
         if not isinstance(engine, EngineSpec):
             raise TypeError(f'SummarizerSpec needs an EngineSpec, got {type(engine).__name__}; e.g. '
                             "EngineSpec('vllm', model='Qwen/Qwen3-4B').summarizer()")
@@ -144,7 +170,8 @@ class SummarizerSpec:
         self.kwargs = kwargs
 
     def __repr__(self):
-        args = ''.join(f', {k}={v!r}' for k, v in self.kwargs.items())
+        kwargs = self.kwargs if self.summarizer == _LLM_SUMMARIZER else {'summarizer': self.summarizer, **self.kwargs}
+        args = ''.join(f', {k}={v!r}' for k, v in _masked(kwargs).items())
         return f'SummarizerSpec({self.engine!r}{args})'
 
     def build(self):
@@ -391,7 +418,9 @@ def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], o
 
 
 def _encoded(docs, factory, options: RayOptions, batch_size: int, verbose: bool) -> Iterator[Dict[str, Any]]:
-    items = [{'pos': i, 'docno': str(d['docno']), 'text': str(d.get('text') or '')} for i, d in enumerate(docs)]
+    # a missing text (None, or a NaN from pandas) is encoded as an empty text, not as the word 'nan'
+    items = [{'pos': i, 'docno': str(d['docno']), 'text': '' if d.get('text') is None or d['text'] != d['text']
+              else str(d['text'])} for i, d in enumerate(docs)]
     if not items:
         return
     with _session(options, verbose) as (_, data):
