@@ -100,7 +100,7 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
             if kind == 'sbert':
                 return pyterrier_dr.SBertBiEncoder(rest, batch_size=batch_size)
             return pyterrier_dr.HgfBiEncoder.from_pretrained(rest, batch_size=batch_size)
-    if sep and rest and '/' not in kind and all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
+    if sep and rest and all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
         module = importlib.import_module(kind)
         target = functools.reduce(getattr, rest.split('.'), module)
         return target()
@@ -434,7 +434,7 @@ def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_
     finally:
         if bar is not None:
             bar.close()
-    where = np.empty((len(docs), 2), dtype=np.int64)  # corpus position -> (chunk, row)
+    where = np.full((len(docs), 2), -1, dtype=np.int64)  # corpus position -> (chunk, row); every one is set below
     for c, members in enumerate(chunks):
         where[members, 0] = c
         where[members, 1] = np.arange(len(members))

@@ -13,86 +13,10 @@ import pyterrier as pt
 import pytest
 
 from pyterrier_garen import _ray
+import _fake_ray
 from pyterrier_garen._ray import (EngineSpec, RayOptions, SummarizerSpec, _AsIs, _EncodeWorker, _masked, _ModelOnly,
                                   _resolve, _SummarizeWorker, as_recipe, encode_docs, encode_into, ray_options,
                                   summarize_batches)
-
-
-# -- a stand-in for ray and ray.data ---------------------------------------------------------------------------------
-class Context:
-    def __init__(self):
-        self.enable_progress_bars = 'bars?'
-        self.print_on_execution_start = 'print?'
-        self.retried_map_errors = 'retried?'
-        self.max_map_retries = 'retries?'
-        self.execution_options = type('ExecutionOptions', (), {'preserve_order': 'order?'})()
-
-
-class Dataset:
-    def __init__(self, data, rows, blocks=None):
-        self.data, self.rows, self.blocks = data, rows, blocks
-
-    def map_batches(self, cls, *, batch_size, fn_constructor_kwargs, compute, num_cpus, num_gpus):
-        self.data.calls.append({'batch_size': batch_size, 'compute': compute, 'num_cpus': num_cpus,
-                                'num_gpus': num_gpus, 'blocks': self.blocks,
-                                'preserve_order': self.data.context.execution_options.preserve_order})
-        worker = cls(**fn_constructor_kwargs)
-        out = []
-        for start in range(0, len(self.rows), batch_size):
-            part = self.rows[start:start + batch_size]
-            batch = {k: np.asarray([r[k] for r in part], dtype=object) for k in part[0]}
-            result = worker(batch)
-            out.extend({k: result[k][i] for k in result} for i in range(len(next(iter(result.values())))))
-        if self.data.reorder:
-            out = out[::-1]
-        return Dataset(self.data, out[:self.data.keep] if self.data.keep is not None else out)
-
-    def iter_rows(self):
-        yield from self.rows
-
-    def iter_batches(self, *, batch_size, batch_format):
-        assert (batch_size, batch_format) == (None, 'numpy')
-        for start in range(0, len(self.rows), 2):
-            part = self.rows[start:start + 2]
-            yield {k: np.asarray([r[k] for r in part]) for k in part[0]}
-
-
-class Data:
-    def __init__(self):
-        self.context = Context()
-        self.calls = []
-        self.reorder = False
-        self.keep = None
-        self.DataContext = type('DataContext', (), {'get_current': staticmethod(lambda: self.context)})
-
-    def ActorPoolStrategy(self, *, size):
-        return ('pool', size)
-
-    def from_items(self, items, *, override_num_blocks):
-        self.calls.append({'items': len(items), 'override_num_blocks': override_num_blocks})
-        return Dataset(self, list(items), override_num_blocks)
-
-
-class Ray:
-    def __init__(self, initialized=False):
-        self.initialized = initialized
-        self.events = []
-
-    def is_initialized(self):
-        return self.initialized
-
-    def init(self, address=None, **kwargs):
-        self.events.append(('init', address, kwargs))
-
-    def shutdown(self):
-        self.events.append(('shutdown',))
-
-
-@pytest.fixture
-def fake(monkeypatch):
-    ray, data = Ray(), Data()
-    monkeypatch.setattr(_ray, '_import_ray', lambda: (ray, data))
-    return ray, data
 
 
 def test_ray_and_ray_data_are_imported_when_a_job_starts(monkeypatch):
@@ -115,6 +39,11 @@ def test_without_ray_data_the_error_names_the_extra(monkeypatch, missing):
     assert str(refused.value) == ("running offline jobs on Ray needs Ray Data, which is not installed; install the "
                                   "extra with `pip install -e '.[ray]' (in a clone of pyterrier-garen)` (or `pip "
                                   'install "ray[data]"`)')
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    return _fake_ray.install(monkeypatch)
 
 
 # -- recipes ---------------------------------------------------------------------------------------------------------
