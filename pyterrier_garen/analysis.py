@@ -307,6 +307,13 @@ def budget_curve(pipelines_by_budget: Dict[int, Dict[str, object]], topics: pd.D
     from ir_measures import R, nDCG
     measures = measures or [nDCG @ 10, R @ 100]
     frames = []
+    for budget, pipelines in sorted(pipelines_by_budget.items()):  # every budget checked before any runs
+        seen: Dict[int, str] = {}
+        for name, pipeline in pipelines.items():
+            if id(pipeline) in seen:  # PyTerrier's tree plan runs one object once, then fails with a bare assertion
+                raise ValueError(f'budget_curve: at budget {budget}, {seen[id(pipeline)]!r} and {name!r} are the same '
+                                 'pipeline object; list it once (or pass a copy to compare it with itself)')
+            seen[id(pipeline)] = name
     for budget, pipelines in sorted(pipelines_by_budget.items()):
         # quiet (no pipeline-tree dump); the project's pipelines are known to produce qid, docno, score
         res = pt.Experiment(list(pipelines.values()), topics, qrels, measures, names=list(pipelines),

@@ -377,3 +377,17 @@ def test_budget_curve_runs_a_shared_first_stage_once_per_budget():
                                    2: {'keep': shared >> keep, 'flip': shared >> flip}}, topics, qrels)
     assert calls == [1, 1]  # plan='tree': the common prefix once for both systems, at each budget
     np.testing.assert_allclose(curve['nDCG@10'], [1.0, 1 / np.log2(3)] * 2)
+
+
+def test_budget_curve_refuses_one_pipeline_object_under_two_names():
+    import pyterrier as pt
+    topics = pd.DataFrame({'qid': ['q1'], 'query': ['x']})
+    qrels = pd.DataFrame({'qid': ['q1'], 'docno': ['d1'], 'label': [1]})
+    calls = []
+    good = _fixed([('q1', 'd1', 2.0)]) >> pt.apply.generic(lambda frame: calls.append(1) or frame)
+    with pytest.raises(ValueError) as refused:
+        analysis.budget_curve({100: {'a': good, 'b': _fixed([('q1', 'd1', 1.0)])}, 200: {'a': good, 'b': good}},
+                              topics, qrels)
+    assert str(refused.value) == ("budget_curve: at budget 200, 'a' and 'b' are the same pipeline object; list it "
+                                  'once (or pass a copy to compare it with itself)')
+    assert calls == []  # refused before any budget ran
