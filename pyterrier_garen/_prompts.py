@@ -57,11 +57,16 @@ class PromptTemplate:
         return [{'role': role, 'content': _FIELD.sub(fill, content)} for role, content in self.sections]
 
 
-def clean_text(text: Any) -> str:
-    """One line of text: whitespace runs collapsed; ``None`` and NaN become the empty string."""
+def text_or_empty(text: Any) -> str:
+    """``text`` as a string; ``None`` and NaN (a gap pandas filled) become the empty string, not ``'nan'``."""
     if text is None or (isinstance(text, float) and np.isnan(text)):
         return ''
-    return ' '.join(str(text).split())
+    return str(text)
+
+
+def clean_text(text: Any) -> str:
+    """One line of text: whitespace runs collapsed; ``None`` and NaN become the empty string."""
+    return ' '.join(text_or_empty(text).split())
 
 
 #: Model replies are read from their last this-many characters (answers come last, after any reasoning); together

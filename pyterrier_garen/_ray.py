@@ -64,7 +64,7 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
     try:
         found = importlib.import_module(module)
     except ModuleNotFoundError as ex:
-        if ex.name is None or not module.startswith(ex.name):
+        if ex.name is None or not (module == ex.name or module.startswith(ex.name + '.')):
             raise  # the module exists but needs something missing: its own message says what
         raise ValueError(f'no module {ex.name!r} (from engine {target!r}); use one of '
                          f'{sorted(_registry.engine_names())}, an Engine class, or a "package.module:Class" path') \
@@ -418,9 +418,8 @@ def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], o
 
 
 def _encoded(docs, factory, options: RayOptions, batch_size: int, verbose: bool) -> Iterator[Dict[str, Any]]:
-    # a missing text (None, or a NaN from pandas) is encoded as an empty text, not as the word 'nan'
-    items = [{'pos': i, 'docno': str(d['docno']), 'text': '' if d.get('text') is None or d['text'] != d['text']
-              else str(d['text'])} for i, d in enumerate(docs)]
+    from ._prompts import text_or_empty  # a missing text is encoded as an empty one, not as the word 'nan'
+    items = [{'pos': i, 'docno': str(d['docno']), 'text': text_or_empty(d.get('text'))} for i, d in enumerate(docs)]
     if not items:
         return
     with _session(options, verbose) as (_, data):

@@ -86,8 +86,8 @@ class CrossEncoderScorer(Rebuildable, pt.Transformer):
         pt.validate.columns(inp, includes=['qid', 'query', 'docno', self.text_field], context=self)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
-        # a missing text (None, or NaN where pandas filled a gap) is an empty one, not the word 'nan'
-        pairs = [(str(q), '' if t is None or t != t else str(t)) for q, t in zip(inp['query'], inp[self.text_field])]
+        from ._prompts import text_or_empty  # a missing text is an empty one, not the word 'nan'
+        pairs = [(str(q), text_or_empty(t)) for q, t in zip(inp['query'], inp[self.text_field])]
         scores = np.asarray(self.cross_encoder.predict(pairs, batch_size=self.batch_size,
                                                        show_progress_bar=self.verbose), dtype=np.float64)
         out = inp.assign(score=scores.reshape(len(pairs), -1)[:, 0])

@@ -503,3 +503,12 @@ def test_encoding_batches_of_256_by_default(fake):
     list(encode_docs(docs, factory=Encoder, options=RayOptions()))
     encode_into(type('I', (), {'index': lambda self, d: list(d)})(), docs, encoder=Encoder)
     assert [c['batch_size'] for c in data.calls if 'batch_size' in c] == [256, 256]
+
+
+def test_a_missing_dependency_that_shares_the_modules_prefix_keeps_its_own_error(tmp_path, monkeypatch):
+    # 'foo_zzbar' lacks 'foo_zz', a prefix of its name but not a package above it: its own error, not the spec's
+    (tmp_path / 'foo_zzbar.py').write_text('import foo_zz\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError) as raised:
+        _resolve('foo_zzbar:Engine')
+    assert raised.value.name == 'foo_zz'
