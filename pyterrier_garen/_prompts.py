@@ -58,8 +58,14 @@ class PromptTemplate:
 
 
 def text_or_empty(text: Any) -> str:
-    """``text`` as a string; ``None`` and NaN (a gap pandas filled) become the empty string, not ``'nan'``."""
-    if text is None or (isinstance(text, float) and np.isnan(text)):
+    """``text`` as a string; a missing value (``None``, a NaN of any float type, pandas' ``NA`` and ``NaT``: a gap
+    pandas filled) becomes the empty string, not ``'nan'`` or ``'<NA>'``."""
+    if text is None:
+        return ''
+    if isinstance(text, (float, np.floating)):
+        return '' if np.isnan(text) else str(text)
+    kind = type(text)
+    if kind.__module__.startswith('pandas.') and kind.__name__ in ('NAType', 'NaTType'):  # pandas not imported here
         return ''
     return str(text)
 

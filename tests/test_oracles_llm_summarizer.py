@@ -45,6 +45,20 @@ def test_small_helpers():
     assert clean_text(None) == clean_text(float('nan')) == ''
     assert clean_text('  a \n\t b ') == 'a b'
     assert clean_text(3.5) == '3.5'
+
+
+def test_every_missing_value_pandas_makes_is_an_empty_text():
+    import numpy as np
+    import pandas as pd
+
+    from pyterrier_garen._prompts import text_or_empty
+    # a column with a gap holds NaN (object or float), pd.NA (string dtype) or NaT (dates): none is text
+    for missing in (None, float('nan'), np.float32('nan'), np.float64('nan'), pd.NA, pd.NaT):
+        assert text_or_empty(missing) == ''
+        assert clean_text(missing) == ''
+    assert pd.Series(['a', None], dtype='string').map(text_or_empty).tolist() == ['a', '']
+    # numbers that are not missing keep their text, of any float type
+    assert [text_or_empty(v) for v in (np.float32(1.5), 0.0, 7, 'nan')] == ['1.5', '0.0', '7', 'nan']
     assert cap_reply(12) == '12'
     assert cap_reply('x' * 100_005) == 'x' * 100_000
     assert len(cap_reply('ab' * 60_000)) == 100_000
