@@ -117,8 +117,12 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     sizes = np.diff(offsets)
     over = [int(g) for g in np.nonzero(sizes > max_group_size)[0]]
     if over and labels is None:
+        # below 1, modularity favours fewer groups: a whole collection can stay one group that no level splits
+        hint = (f'; resolution={resolution:g} is below 1, which favours fewer and larger groups: raise it (the '
+                'paper uses 1.0)') if resolution < 1 else ''
         warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
-                      f'no split (near-duplicate documents?): groups {over[:10]}', stacklevel=2)
+                      f'no split (near-duplicate documents?): groups {over[:10]}, the largest of '
+                      f'{int(sizes.max())} documents{hint}', stacklevel=2)
     meta = {
         'type': ARTIFACT_TYPE, 'format': ARTIFACT_FORMAT, 'package_hint': PACKAGE_HINT,
         'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,

@@ -46,7 +46,8 @@ def partition_groups(prepared, seed: int, *, summaries: bool = False, verbose: b
     from . import ExtractiveSummarizer, GroupCorpusGraph
     groups = prepared.groups
     partition = groups.meta.get('partition', {})
-    if int(partition.get('seed', -1)) == int(seed):
+    recorded = partition.get('seed')  # None: groups built without a record of their seed (no seed matches)
+    if recorded is not None and int(recorded) == int(seed):
         return groups
     params = {k: partition[k] for k in ('max_group_size', 'resolution', 'randomness', 'backend') if k in partition}
     path = Path(str(groups.path).rstrip('/') + f'.seed{int(seed)}')

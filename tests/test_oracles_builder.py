@@ -316,9 +316,22 @@ def test_groups_leiden_leaves_over_the_limit_are_warned_about(tmp_path, monkeypa
     # groups by stored id: 0 = {a, b, c} (3 > 2), 1 = {d}
     _fake_leiden(monkeypatch, [0, 0, 0, 1])
     with pytest.warns(UserWarning, match=r'^1 groups stay larger than max_group_size=2 because Leiden found no split '
-                                         r'\(near-duplicate documents\?\): groups \[0\]$'):
+                                         r'\(near-duplicate documents\?\): groups \[0\], the largest of 3 '
+                                         r'documents$'):
         path = build_group_graph(tmp_path / 'g', DOCNOS, np.array(EDGES), np.array(WEIGHTS), max_group_size=2)
     assert _meta(path)['partition']['over_limit'] == [0]
+
+
+@pytest.mark.parametrize(('resolution', 'hint'), [
+    (0.5, '; resolution=0.5 is below 1, which favours fewer and larger groups: raise it (the paper uses 1.0)'),
+    (0.999, '; resolution=0.999 is below 1, which favours fewer and larger groups: raise it (the paper uses 1.0)'),
+    (1.0, ''), (2.0, '')])
+def test_a_resolution_below_one_is_named_as_a_cause(tmp_path, monkeypatch, resolution, hint):
+    _fake_leiden(monkeypatch, [0, 0, 0, 1])
+    with pytest.warns(UserWarning, match='stay larger') as caught:
+        build_group_graph(tmp_path / 'g', DOCNOS, np.array(EDGES), np.array(WEIGHTS), max_group_size=2,
+                          resolution=resolution)
+    assert str(caught[0].message).endswith('groups [0], the largest of 3 documents' + hint)
 
 
 def test_groups_at_the_limit_are_not_over_it(tmp_path, monkeypatch):
@@ -334,7 +347,7 @@ def test_the_warning_lists_at_most_ten_groups(tmp_path, monkeypatch):
     docnos = [f'd{i:02d}' for i in range(n)]
     _fake_leiden(monkeypatch, [i // 2 for i in range(n)])
     with pytest.warns(UserWarning, match=r'^12 groups stay larger than max_group_size=1 .*: groups '
-                                         r'\[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\]$'):
+                                         r'\[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], the largest of 2 documents$'):
         path = build_group_graph(tmp_path / 'g', docnos, np.zeros((n, 1), int), np.ones((n, 1)), max_group_size=1)
     assert _meta(path)['partition']['over_limit'] == list(range(12))
 
