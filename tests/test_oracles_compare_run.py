@@ -6,6 +6,7 @@ A small synthetic collection (160 documents, 16 queries, grades 1 and 2), prepar
 each value is checked against a known scorer, and the connectivity-vote navigator, which needs no model.
 """
 import shutil
+import warnings
 
 import pandas as pd
 import pyterrier as pt
@@ -87,9 +88,16 @@ def _assert_rows(table, expected):
         assert row['R@100'] == pytest.approx(expected.loc[name, 'R@100'], abs=1e-12), name
 
 
-def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection):
-    _, dataset, prepared = collection
-    table = _run(collection)
+def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection, capfd, tmp_path, monkeypatch):
+    root, dataset, prepared = collection
+    monkeypatch.setenv('GAREN_CACHE', str(tmp_path / 'cache'))
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        table = _run(collection)
+    assert [str(w.message) for w in caught] == []  # nor PyTerrier's advice to plan a tree: compare does
+    assert capfd.readouterr().err == ''  # quiet unless verbose
+    assert not (tmp_path / 'cache').exists()  # the workdir given is the one used
     qrels = garen.evaluation_qrels(dataset)
     _assert_rows(table, _expected(_pipelines(prepared), dataset.get_topics(), qrels))
     assert table.columns[:3].tolist() == ['name', 'nDCG@10', 'R@100']
@@ -109,6 +117,11 @@ def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection):
         'navigator': VOTE_TEXT,
         'groups': f'{groups} Leiden groups (max size 20) of a MiniLM k-NN graph, extractive summaries',
         'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared)}
+    # a folder given by its path is that collection
+    again = garen.compare(str(root / 'collection'), workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
+                          systems=['GAREN'])
+    assert again.loc[0, 'nDCG@10'] == table.set_index('name').loc['GAREN', 'nDCG@10']
+    assert again.attrs['run']['collection'] == str(dataset.name)
 
 
 def test_the_first_queries_only_and_binary_labels(collection):
@@ -126,12 +139,28 @@ def test_the_first_queries_only_and_binary_labels(collection):
 
 def test_fusion_alone_is_garen_plus_stage_on_every_row(collection):
     _, dataset, prepared = collection
-    table = _run(collection, fusion=0.1)
+    # a budget above 100: the weight of the observation order then moves documents across rank 100
+    table = _run(collection, fusion=0.1, budget=130)
     stage = {'weight': 0.1, 'tail_weight': 0.5, 'head': 10, 'observed_weight': 3.0}
-    _assert_rows(table, _expected(_pipelines(prepared, stage=stage), dataset.get_topics(),
-                                  garen.evaluation_qrels(dataset)))
+    qrels = garen.evaluation_qrels(dataset)
+    expected = _expected(_pipelines(prepared, budget=130, stage=stage), dataset.get_topics(), qrels)
+    _assert_rows(table, expected)
+    flat = _expected(_pipelines(prepared, budget=130, stage={**stage, 'observed_weight': 0.0}), dataset.get_topics(),
+                     qrels)
+    assert flat.loc['GAREN', 'R@100'] != pytest.approx(expected.loc['GAREN', 'R@100'])
     run = table.attrs['run']
     assert (run['fusion'], run['tail_fusion'], run['fusion_head'], run['observed_fusion']) == (0.1, 0.5, 10, 3.0)
+
+
+def test_an_observation_weight_alone_keeps_the_whole_list_at_the_fusion_weight(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, fusion=0.2, observed_fusion=2.0, systems=['Rerank', 'GAREN'])
+    stage = {'weight': 0.2, 'observed_weight': 2.0, 'head': 10}
+    pipes = _pipelines(prepared, stage=stage)
+    _assert_rows(table, _expected({n: pipes[n] for n in ('Rerank', 'GAREN')}, dataset.get_topics(),
+                                  garen.evaluation_qrels(dataset)))
+    run = table.attrs['run']
+    assert (run['tail_fusion'], run['fusion_head'], run['observed_fusion']) == (None, 10, 2.0)
 
 
 def test_a_fusion_given_in_full_reaches_every_row_with_the_final_order(collection):
@@ -158,15 +187,15 @@ def test_without_garen_there_is_no_baseline(collection):
 def test_the_default_reranker_and_navigator(collection):
     _, dataset, prepared = collection
     root = collection[0]
-    table = garen.compare(dataset, workdir=root / 'work', budget=30, systems=['Rerank'])
+    table = garen.compare(dataset, workdir=root / 'work', systems=['Rerank'])
     encoder = garen.minilm_encoder()
     pipe = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000) >> SlidingWindowReranker(
-        garen.VectorScorer(prepared.vectors, encoder), budget=30)
+        garen.VectorScorer(prepared.vectors, encoder), budget=100)
     _assert_rows(table, _expected({'Rerank': pipe}, dataset.get_topics(), garen.evaluation_qrels(dataset)))
     run = table.attrs['run']
     assert run['reranker'] == 'MiniLM cosine over stored vectors (VectorScorer)'
     assert run['navigator'] == 'query vs. group centroid (CentroidNavigator)'
-    assert run['budget'] == 30
+    assert run['budget'] == 100
 
 
 def test_a_budget_covering_the_collection_warns_naming_compare(collection):
@@ -175,7 +204,8 @@ def test_a_budget_covering_the_collection_warns_naming_compare(collection):
 
 
 @pytest.mark.parametrize(('option', 'message'), [
-    ({'navigator': 'nowhere'}, 'navigator'), ({'num_queries': 0}, 'num_queries'),
+    ({'navigator': 'nowhere'}, 'navigator'),
+    ({'num_queries': 0}, r'^num_queries must be a positive integer or None, got 0 \(None: all queries\)$'),
     ({'reranker': 'bogus'}, 'unknown reranker'), ({'fusion': -1.0}, 'fusion')])
 def test_a_bad_option_fails_before_anything_is_built(collection, tmp_path, option, message):
     _, dataset, _ = collection
@@ -184,7 +214,7 @@ def test_a_bad_option_fails_before_anything_is_built(collection, tmp_path, optio
     assert not (tmp_path / 'work').exists()
 
 
-def test_excluded_documents_leave_every_row(collection, tmp_path):
+def test_excluded_documents_leave_every_row(collection, tmp_path, capfd):
     root, dataset, prepared = collection
     folder = tmp_path / 'collection'
     shutil.copytree(root / 'collection', folder)
@@ -196,8 +226,14 @@ def test_excluded_documents_leave_every_row(collection, tmp_path):
     with (folder / 'qrels.txt').open('a') as out:
         out.writelines(f'{q} 0 {d} -100\n' for q, d in zip(excluded.qid, excluded.docno))
     ds = garen.LocalDataset(folder)
+    capfd.readouterr()
     table = garen.compare(ds, workdir=tmp_path / 'work', budget=30, navigator='vote', reranker=SPEC,
-                          systems=['BM25', 'GAREN'])
+                          systems=['BM25', 'GAREN'], verbose=True)
+    err = capfd.readouterr().err
+    assert 'encoding documents' in err  # a bar for each offline step that builds something
+    assert 'running 2 systems on 16 queries' in err
+    assert '2/2' in err
+    assert 'GAREN done' in err
     stored = ds.get_qrels()
     pipes = _pipelines(prepared)
     pipes = {name: pipes[name] >> RemoveExcluded(stored) for name in ('BM25', 'GAREN')}
@@ -206,3 +242,52 @@ def test_excluded_documents_leave_every_row(collection, tmp_path):
     plain = _expected({n: p for n, p in _pipelines(prepared).items() if n == 'BM25'}, ds.get_topics(),
                       garen.evaluation_qrels(ds))
     assert plain.loc['BM25', 'nDCG@10'] != pytest.approx(table.set_index('name').loc['BM25', 'nDCG@10'])
+
+
+def test_one_query_is_enough(collection):
+    table = _run(collection, num_queries=1, systems=['BM25'])
+    assert table.attrs['run']['queries'] == 1
+
+
+class _Nameless:
+    """A dataset object without a ``name`` (PyTerrier's own need not have one)."""
+
+    def __init__(self, dataset):
+        self._dataset = dataset
+
+    def __getattr__(self, name):
+        if name == 'name':
+            raise AttributeError(name)
+        return getattr(self._dataset, name)
+
+    def __str__(self):
+        return 'a nameless collection'
+
+
+def test_a_dataset_without_a_name_is_reported_by_what_it_prints(collection):
+    root, dataset, _ = collection
+    table = garen.compare(_Nameless(dataset), workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
+                          systems=['BM25'])
+    assert table.attrs['run']['collection'] == 'a nameless collection'
+
+
+def test_without_a_dataset_the_synthetic_collection_in_the_cache(collection, tmp_path, monkeypatch):
+    from pyterrier_garen import synthetic
+    root, dataset, _ = collection
+    monkeypatch.setenv('GAREN_CACHE', str(tmp_path / 'cache'))
+    made = []
+
+    def small(path):  # the module's collection stands in for the full synthetic one (seconds, not a minute)
+        made.append(path)
+        shutil.copytree(root / 'collection', path, dirs_exist_ok=True)
+        return garen.LocalDataset(path)
+
+    monkeypatch.setattr(synthetic, 'make_synthetic', small)
+    table = garen.compare(budget=30, navigator='vote', reranker=SPEC, systems=['BM25'])
+    assert made == [tmp_path / 'cache' / 'synthetic' / 'collection']
+    assert (tmp_path / 'cache' / 'synthetic' / 'prepare.json').is_file()  # its artifacts beside it
+    assert table.attrs['run']['collection'] == \
+        'SYNTHETIC (generated in seconds; shows that everything runs, not a benchmark)'
+    # a workdir given is used for it too
+    garen.compare(workdir=tmp_path / 'elsewhere', budget=30, navigator='vote', reranker=SPEC, systems=['BM25'])
+    assert (tmp_path / 'elsewhere' / 'prepare.json').is_file()

@@ -213,6 +213,10 @@ def test_prepare_passes_every_setting(monkeypatch, capsys, datasets_by_name):
     cli.main(['prepare', '--dataset', 'd'])
     assert done.calls[-1] == ((('dataset', 'd'), None), {'graph': 'dense', 'k': 16, 'max_group_size': 20,
                                                          'seed': 42, 'encoder': None, 'verbose': True})
+    import pyterrier_garen._encoding as encoding
+    monkeypatch.setattr(encoding, 'load_encoder', lambda spec: ('loaded', spec))
+    cli.main(['prepare', '--dataset', 'd', '--encoder', 'hf:/m'])
+    assert done.calls[-1][1]['encoder'] == ('loaded', 'hf:/m')
 
 
 class _Shown:
@@ -220,8 +224,11 @@ class _Shown:
 
     num_groups = 5
 
+    opened = []
+
     def __init__(self, path):
         self.path = path
+        _Shown.opened.append(path)
 
     def validate(self):
         return {'ok': True}
@@ -241,7 +248,9 @@ class _Shown:
 
 def test_show_prints_stats_then_the_first_groups_or_those_asked_for(monkeypatch, capsys):
     monkeypatch.setattr(_group_graph, 'GroupCorpusGraph', _Shown)
+    _Shown.opened = []
     cli.main(['show', '--groups', 'g', '--limit', '2'])
+    assert _Shown.opened == ['g']
     members = [f'd0-{i}' for i in range(10)]
     assert capsys.readouterr().out.splitlines() == [
         '{"groups": 5}', f'--- group 0 (1 docs): {members}', 'summary 0',
@@ -269,11 +278,18 @@ def test_tiny_model_with_and_without_a_collection(monkeypatch, capsys):
     monkeypatch.setattr(_tiny_model, 'build_tiny_model', built)
     docs = [{'docno': 'a', 'title': 'T', 'text': 'one'}, {'docno': 'b', 'text': 'two'},
             {'docno': 'c', 'title': 'only', 'text': None}]
+    loaded = []
+
+    def corpus(verbose):
+        assert verbose is False  # no progress bar over the documents
+        return iter(docs)
+
     monkeypatch.setattr(datasets, 'load_dataset',
-                        lambda spec: SimpleNamespace(get_corpus_iter=lambda verbose: iter(docs)))
+                        lambda spec: loaded.append(spec) or SimpleNamespace(get_corpus_iter=corpus))
     cli.main(['tiny-model', '--out', 'o', '--dataset', 'd', '--scripted', '--script', '[1] > [2]', '--seed', '4'])
     assert built.calls == [(('o',), {'scripted': True, 'script': '[1] > [2]', 'texts': ['T one', 'two', 'only'],
                                      'seed': 4})]
+    assert loaded == ['d']
     assert capsys.readouterr().out == 'tiny model: /m\n'
     cli.main(['tiny-model', '--out', 'o'])
     assert built.calls[-1] == (('o',), {'scripted': False, 'script': '[2] > [1]', 'texts': None, 'seed': 0})
@@ -287,11 +303,16 @@ def _table():
     return table
 
 
+def _formatted(table):
+    """Stands in for format_comparison: 'THE TABLE' for the frame compare returned."""
+    return 'THE TABLE' if table.name.tolist() == ['BM25', 'GAREN'] else 'ANOTHER'
+
+
 @pytest.fixture
 def fake_compare(monkeypatch):
     run = Recorder(lambda *a, **k: _table())
     monkeypatch.setattr(_compare, 'compare', run)
-    monkeypatch.setattr(_compare, 'format_comparison', lambda table: 'THE TABLE')
+    monkeypatch.setattr(_compare, 'format_comparison', _formatted)
     return run
 
 
@@ -325,6 +346,7 @@ def test_compare_writes_the_csv_and_the_record(fake_compare, capsys, tmp_path, m
     assert pd.read_csv(out).to_dict('list') == {'name': ['BM25', 'GAREN'], 'nDCG@10': [0.5, 0.625],
                                                 'R@100': [0.75, 0.875]}
     (args, kwargs), = saved.calls
+    pd.testing.assert_frame_equal(args[0], _table())
     assert args[1] == str(record)
     assert kwargs == {'command': f"python -m pyterrier_garen compare --dataset 'my data' --out {out} --json "
                                  f"{record} --quiet"}
@@ -339,12 +361,26 @@ def test_compare_strict_turns_a_warning_into_an_error(monkeypatch, capsys):
         return _table()
 
     monkeypatch.setattr(_compare, 'compare', warns)
-    monkeypatch.setattr(_compare, 'format_comparison', lambda table: 'THE TABLE')
+    monkeypatch.setattr(_compare, 'format_comparison', _formatted)
     with pytest.warns(UserWarning, match='below the window'):
         cli.main(['compare', '--quiet'])
     assert capsys.readouterr().out.startswith('THE TABLE\n')
     err = _fails(['compare', '--quiet', '--strict'], capsys)
     assert err == 'error: compare: budget=5 is below the window (--strict turns warnings into errors)\n'
+
+
+def test_strict_leaves_other_kinds_of_warning_alone(monkeypatch, capsys):
+    import warnings
+
+    def deprecated(*args, **kwargs):  # a library's deprecation is not the user's to fix
+        warnings.warn('an old keyword', DeprecationWarning, stacklevel=2)
+        return _table()
+
+    monkeypatch.setattr(_compare, 'compare', deprecated)
+    monkeypatch.setattr(_compare, 'format_comparison', _formatted)
+    with pytest.warns(DeprecationWarning, match='an old keyword'):
+        cli.main(['compare', '--quiet', '--strict'])
+    assert capsys.readouterr().out == 'THE TABLE\nNOTE: synthetic data; run with --dataset for real numbers.\n'
 
 
 # -- the parser's help and main ---------------------------------------------------------------------------------------
