@@ -25,6 +25,11 @@ NAVIGATORS = _registry.NAVIGATOR_NAMES
 FIRST_STAGE = 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000'
 
 
+def _count(n: Any, one: str, many: str) -> str:
+    """``'1 query'``, ``'3 queries'`` (anything but the number 1 takes the plural)."""
+    return f'{n} {one if n == 1 else many}'
+
+
 def _window() -> int:
     """GAREN's default window ``w`` (every windowed baseline here uses the same)."""
     from . import GAREN
@@ -286,6 +291,11 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     if num_queries:
         topics = topics.head(num_queries)
     qrels = evaluation_qrels(dataset, binary=binary)
+    relevant = set(qrels.loc[qrels.label > 0, 'qid'].astype(str))
+    if not topics.qid.astype(str).isin(relevant).any():
+        warnings.warn(f'compare: none of the {_count(len(topics), "query", "queries")} evaluated has a relevant '
+                      'document (a label above 0), so every measure is 0 and no system can be told from another; '
+                      'check the qrels (relevant documents need a positive label)', stacklevel=2)
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
     progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',
@@ -293,7 +303,10 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     systems_run = [pipe >> _Done(progress, name) for name, pipe in pipelines.items()]
     # validate='ignore': every pipeline here is known to produce qid, docno, score (and a custom first stage or
     # reranker need not be inspectable); verbose=False: one bar over the systems instead of the tree's dump.
-    with progress:
+    with progress, warnings.catch_warnings():
+        # scipy's paired t-test on fewer than two queries, or on equal values, warns and gives NaN: the table shows
+        # an empty p-value, which says the same
+        warnings.filterwarnings('ignore', category=RuntimeWarning, module=r'scipy\.')
         table = pt.Experiment(systems_run, topics, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
                               plan='tree', verbose=False, validate='ignore')
     measures = [str(nDCG @ 10), str(R @ 100)]
@@ -315,7 +328,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'first_stage': FIRST_STAGE,
         'reranker': reranker_text,
         'navigator': _registry.navigator(navigator).text,
-        'groups': f"{stats['groups']} Leiden groups (max size {partition.get('max_group_size', '?')}) of a MiniLM "
+        'groups': f"{_count(stats['groups'], 'Leiden group', 'Leiden groups')} (max size "
+                  f"{partition.get('max_group_size', '?')}) of a MiniLM "
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
         # how the vectors were encoded, as recorded with them (None: built before the record was kept)
@@ -344,7 +358,7 @@ def format_comparison(table: pd.DataFrame) -> str:
     run: Dict[str, Any] = table.attrs.get('run', {})
     lines = []
     if run:
-        queries = f"{run['queries']} queries" + (f" (first {run['queries']} of {run['total_queries']})"
+        queries = _count(run['queries'], 'query', 'queries') + (f" (first {run['queries']} of {run['total_queries']})"
                                                    if run['queries'] < run['total_queries'] else '')
         if run['judged_queries'] < run['queries']:
             queries += f", {run['judged_queries']} with relevance labels"
@@ -374,7 +388,8 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += ['',
                   f'"<measure> +" / "<measure> -": queries on which a system scores higher / lower than {baseline} '
                   f'(the baseline, hence its empty row);',
-                  f'"<measure> p-value": two-sided paired t-test against {baseline} over {n} queries, not corrected '
+                  f'"<measure> p-value": two-sided paired t-test against {baseline} over '
+                  f'{_count(n, "query", "queries")}, not corrected '
                   f'for multiple comparisons.']
     if 'name' in table.columns and 'GAREN+' in set(table['name']):
         shared = bool(run.get('fusion') or run.get('tail_fusion') is not None or run.get('observed_fusion'))

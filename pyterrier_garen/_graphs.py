@@ -444,6 +444,14 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     docnos = Path(index.index_path) / 'docnos.npids'
     if docnos.is_file() and not docnos.is_symlink() and repair_docnos(docnos):
         index = type(index)(str(index.index_path))
+    count = len(index)
+    if count < 2:
+        raise ValueError(f'{index.index_path} holds {count} vector(s): a k-NN graph needs at least two documents')
+    if k > count - 1:  # pyterrier_dr would fail inside torch (or list a document as its own neighbour)
+        warnings.warn(f'k={k} neighbours asked for, but each of the {count} documents has only {count - 1} others: '
+                      f'the graph links every document to all of them (k={count - 1})', stacklevel=2)
+        k = count - 1
+    batch = graph_batch(count, k)
     half_built = Path(index.index_path) / f'corpusgraph_k{k}'
     if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
         shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
@@ -453,9 +461,25 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
         # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
         warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
-        graph = index.corpus_graph(k)
+        graph = index.corpus_graph(k, batch_size=batch)
     check_docnos(graph._docnos)
     return graph
+
+
+#: Vectors compared at once while ``pyterrier_dr`` builds a dense k-NN graph (its own default).
+GRAPH_BATCH = 8192
+
+
+def graph_batch(count: int, k: int) -> int:
+    """The batch size for ``FlexIndex.corpus_graph`` over ``count`` vectors: :data:`GRAPH_BATCH`, unless that leaves
+    a last batch of at most ``k`` vectors, inside which ``pyterrier_dr`` cannot take a top ``k`` (a collection of
+    8,200 documents would fail); then ``count`` split into batches of equal size (at most one apart). The graph is
+    exact either way: the batches only order the work."""
+    rest = count % GRAPH_BATCH
+    if count <= GRAPH_BATCH or rest == 0 or rest > k:
+        return GRAPH_BATCH
+    batches = -(-count // GRAPH_BATCH)
+    return -(-count // batches)
 
 
 @contextlib.contextmanager

@@ -245,8 +245,34 @@ def test_excluded_documents_leave_every_row(collection, tmp_path, capfd):
 
 
 def test_one_query_is_enough(collection):
-    table = _run(collection, num_queries=1, systems=['BM25'])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        table = _run(collection, num_queries=1, systems=['BM25', 'GAREN'])
+    assert [str(w.message) for w in caught] == []  # scipy's t-test of one pair gives NaN, without its warnings
     assert table.attrs['run']['queries'] == 1
+    assert table.set_index('name')['nDCG@10 p-value'].isna().all()
+
+
+def test_queries_without_a_relevant_document_are_warned_about(collection, tmp_path):
+    root, _, _ = collection
+    folder = tmp_path / 'collection'
+    shutil.copytree(root / 'collection', folder)
+    lines = (folder / 'qrels.txt').read_text().splitlines()
+    (folder / 'qrels.txt').write_text(''.join(line.rsplit(' ', 1)[0] + ' 0\n' for line in lines))
+    ds = garen.LocalDataset(folder)
+    message = (r'^compare: none of the 16 queries evaluated has a relevant document \(a label above 0\), so every '
+               r'measure is 0 and no system can be told from another; check the qrels')
+    with pytest.warns(UserWarning, match=message):
+        table = garen.compare(ds, workdir=tmp_path / 'work', budget=30, navigator='vote', reranker=SPEC,
+                              systems=['BM25'])
+    assert table.loc[0, 'nDCG@10'] == 0
+    # one query with a relevant document is enough to measure something
+    (folder / 'qrels.txt').write_text(''.join(line.rsplit(' ', 1)[0] + (' 1\n' if i == 0 else ' 0\n')
+                                              for i, line in enumerate(lines)))
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work2', budget=30, navigator='vote',
+                      reranker=SPEC, systems=['BM25'])
 
 
 class _Nameless:
@@ -291,3 +317,71 @@ def test_without_a_dataset_the_synthetic_collection_in_the_cache(collection, tmp
     # a workdir given is used for it too
     garen.compare(workdir=tmp_path / 'elsewhere', budget=30, navigator='vote', reranker=SPEC, systems=['BM25'])
     assert (tmp_path / 'elsewhere' / 'prepare.json').is_file()
+
+
+# -- the dense k-NN graph of a small collection, or of one whose size leaves a small last batch ----------------------
+def _flex(path, vectors):
+    import numpy as np
+    from pyterrier_dr import FlexIndex
+    index = FlexIndex(str(path))
+    index.indexer(mode='overwrite').index({'docno': f'd{i:03d}', 'doc_vec': v.astype(np.float32)}
+                                          for i, v in enumerate(vectors))
+    return FlexIndex(str(path))
+
+
+def _neighbours_by_hand(vectors, k):
+    """Each vector's k most cosine-similar others, worked out with numpy."""
+    import numpy as np
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    sims = unit @ unit.T
+    np.fill_diagonal(sims, -np.inf)
+    return [set(np.argsort(-row, kind='stable')[:k].tolist()) for row in sims]
+
+
+def _neighbours(graph, count):
+    return [set(int(x) for x in graph.neighbours(i)) for i in range(count)]
+
+
+def test_a_collection_smaller_than_k_links_every_document_to_all_others(tmp_path):
+    import numpy as np
+    vectors = np.random.default_rng(0).normal(size=(5, 8))
+    index = _flex(tmp_path / 'five.flex', vectors)
+    with pytest.warns(UserWarning, match=r'^k=16 neighbours asked for, but each of the 5 documents has only 4 others: '
+                                         r'the graph links every document to all of them \(k=4\)$'):
+        graph = garen.dense_corpus_graph(index, k=16)
+    assert _neighbours(graph, 5) == [set(range(5)) - {i} for i in range(5)]
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        assert _neighbours(garen.dense_corpus_graph(index, k=4), 5) == _neighbours_by_hand(vectors, 4)
+
+
+class _OneVector:
+    """An index of one vector (npids cannot even store a single docno; ``prepare`` refuses such a collection)."""
+
+    def __init__(self, path):
+        self.index_path = str(path)
+
+    def __len__(self):
+        return 1
+
+
+def test_one_vector_makes_no_graph(tmp_path):
+    with pytest.raises(ValueError, match=r'one.flex holds 1 vector\(s\): a k-NN graph needs at least two documents$'):
+        garen.dense_corpus_graph(_OneVector(tmp_path / 'one.flex'), k=16)
+
+
+def test_a_last_batch_of_at_most_k_vectors_is_avoided(tmp_path, monkeypatch):
+    import numpy as np
+
+    from pyterrier_garen import _graphs
+    # by hand: 8,200 = 8,192 + 8 leaves 8 vectors for a top 16; two batches of 4,100 do not
+    assert _graphs.graph_batch(8200, 16) == 4100
+    assert _graphs.graph_batch(8192 + 16, 16) == 4104  # a top 16 of 16 would list a vector as its own neighbour
+    assert _graphs.graph_batch(8192 + 17, 16) == 8192
+    assert _graphs.graph_batch(8192, 16) == 8192
+    assert _graphs.graph_batch(5, 4) == 8192
+    assert _graphs.graph_batch(3 * 8192 + 2, 16) == 6145  # four batches, the last of 6,143
+    monkeypatch.setattr(_graphs, 'GRAPH_BATCH', 10)
+    vectors = np.random.default_rng(1).normal(size=(23, 8))  # 10 + 10 + 3: a last batch of 3 for a top 4
+    graph = garen.dense_corpus_graph(_flex(tmp_path / 'odd.flex', vectors), k=4)
+    assert _neighbours(graph, 23) == _neighbours_by_hand(vectors, 4)

@@ -170,6 +170,17 @@ def test_table_cells_counts_as_integers_and_the_significance_legend():
     assert list(table['R@100 +'].iloc[:1]) == [7.0]  # the caller's frame is not changed
 
 
+def test_one_query_is_one_query():
+    table = _table(_run(queries=1, total_queries=1, judged_queries=1))
+    table['R@100 p-value'] = [np.nan, np.nan]
+    lines = format_comparison(table).splitlines()
+    assert lines[0] == 'collection:  mine, 12,345 documents; 1 query'
+    assert lines[-1] == ('"<measure> p-value": two-sided paired t-test against GAREN over 1 query, not corrected for '
+                         'multiple comparisons.')
+    first = format_comparison(_table(_run(queries=1, total_queries=2, judged_queries=0))).splitlines()[0]
+    assert first == 'collection:  mine, 12,345 documents; 1 query (first 1 of 2), 0 with relevance labels'
+
+
 def test_a_plain_experiment_frame_prints_its_table_and_names_no_baseline():
     table = _table()
     assert format_comparison(table).splitlines()[0].split() == ['name', 'nDCG@10', 'R@100']
