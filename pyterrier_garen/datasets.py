@@ -289,7 +289,8 @@ class LocalDataset(pt.datasets.Dataset):
         qrels = pd.DataFrame(rows, columns=['qid', 'docno', 'label'])
         unknown_docs = int((~qrels.docno.isin(self._docs.keys())).sum())
         unknown_qids = int((~qrels.qid.isin(set(self._topics.qid))).sum())
-        if unknown_docs or unknown_qids:
+        if (unknown_docs or unknown_qids) and not self.__dict__.get('_unknown_qrels_told'):
+            self._unknown_qrels_told = True  # once per collection object: a comparison reads its qrels several times
             warnings.warn(f'{path}: {unknown_docs} qrels name docnos and {unknown_qids} name qids that are not in the '
                           'collection; they cannot be retrieved and only lower recall', stacklevel=2)
         if binary:

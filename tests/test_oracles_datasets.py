@@ -387,6 +387,21 @@ def test_unknown_documents_and_queries_give_one_warning_with_counts(tmp_path):
         'cannot be retrieved and only lower recall']
 
 
+def test_the_unknown_qrels_are_told_once_per_collection_object(tmp_path):
+    # compare reads the qrels twice (the exclusions, then the evaluation labels): one warning, not two
+    ds = _write(tmp_path, queries=b'q1\ta\n', qrels=b'q1 0 d1 1\nq1 0 zz 1\n')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        first = ds.get_qrels()
+        second = ds.get_qrels(binary=True)
+    assert [str(w.message).split(': ', 1)[1] for w in caught] == [
+        '1 qrels name docnos and 0 name qids that are not in the collection; they cannot be retrieved and only lower '
+        'recall']
+    assert len(first) == len(second) == 2
+    with pytest.warns(UserWarning, match='1 qrels name docnos'):  # another object of the same folder tells it again
+        datasets.LocalDataset(tmp_path).get_qrels()
+
+
 def test_integer_docnos_match_their_qrels(tmp_path):
     ds = _write(tmp_path, docs=b'{"docno": 7, "text": "a"}\n{"docno": " 8 ", "text": "b"}\n', queries=b'1\tq\n',
                 qrels=b'1 0 7 1\n1 0 8 0\n')
