@@ -21,7 +21,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ._graphs import lookup_ids
+from ._graphs import lookup_ids, prints_as_itself
 
 __all__ = ['DocnoIndex']
 
@@ -108,7 +108,7 @@ class DocnoIndex:
         digits = data[len(self._prefix):]
         if not digits or not digits.isdigit():  # npids counts an empty number as 0; leave that to npids
             return lookup_ids(self.lookup, [data.decode()])[0].item()
-        if digits[:1] == b'0' and len(digits) > 1:  # a run's docnos have no leading zero: '007' is not '7'
+        if not prints_as_itself(digits):  # a run's docnos have no leading zero: '007' is not '7'
             return -1
         did = int(digits) - self._start
         return did if 0 <= did < self.count else -1
@@ -125,7 +125,7 @@ class DocnoIndex:
                 if digits:
                     continue
                 return lookup_ids(self.lookup, [data.decode()])[0].item()
-            if digits[:1] == b'0' and len(digits) > 1:
+            if not prints_as_itself(digits):
                 continue
             number = int(digits)
             pos = bisect_left(values, number)

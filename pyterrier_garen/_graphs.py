@@ -227,6 +227,12 @@ def _lookup_one(lookup, docno: str) -> int:
 _NPIDS_BLOCK = 256
 
 
+def prints_as_itself(digits: Union[str, bytes]) -> bool:
+    """Whether a run of digits (text or bytes) is how its number prints: no leading zero, unless it is ``0``. npids
+    stores such docnos as numbers, so only these come back as they were (``'007'`` would come back as ``'7'``)."""
+    return len(digits) == 1 or digits[:1] not in ('0', b'0')
+
+
 def _encode_rest(fmt, rest: List[str]) -> Optional[bytes]:
     """The bytes npids' ``fmt.encode`` writes for each of ``rest``, concatenated; None if any does not encode.
 
@@ -249,7 +255,7 @@ def _encode_rest(fmt, rest: List[str]) -> Optional[bytes]:
         # npids keeps a docno when its trailing ASCII digit run follows the block's prefix exactly and prints back
         # as itself (no leading zero); the prefix (from npids' own seeding) never ends in a digit
         if not all(d.startswith(prefix) for d in rest) or \
-                not all(s.isascii() and s.isdigit() and (s[0] != '0' or s == '0') for s in digits):
+                not all(s.isascii() and s.isdigit() and prints_as_itself(s) for s in digits):
             return None
         numbers = [int(s) for s in digits]
         if max(numbers) >= 1 << (8 * fmt.int_bytes):

@@ -109,3 +109,12 @@ def test_group_of_equals_the_vectorised_route(tmp_path):
     # an integer docno is looked up as its string, as before
     assert groups.group_of(17) == groups.group_of('17') == int(labels[docnos.index('17')])
     assert groups.doc_id(601) == -1
+
+
+@pytest.mark.parametrize(('digits', 'itself'), [
+    ('0', True), ('7', True), ('70', True), ('007', False), ('01', False), ('00', False),
+    (b'0', True), (b'70', True), (b'007', False), (b'01', False)])
+def test_a_number_prints_as_itself_without_a_leading_zero(digits, itself):
+    # the one rule the docno writer and both integer look-ups share: '007' is stored as 7 and comes back as '7'
+    from pyterrier_garen._graphs import prints_as_itself
+    assert prints_as_itself(digits) is itself
