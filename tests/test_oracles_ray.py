@@ -512,3 +512,56 @@ def test_a_missing_dependency_that_shares_the_modules_prefix_keeps_its_own_error
     with pytest.raises(ModuleNotFoundError) as raised:
         _resolve('foo_zzbar:Engine')
     assert raised.value.name == 'foo_zz'
+
+
+# -- GroupCorpusGraph.summarize on Ray (its branch of the artifact's own code, with the stand-in) ------------------------
+def _five_groups(path):
+    from pyterrier_garen import GroupCorpusGraph
+    docnos = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
+    edges = np.array([[1, 2], [0, 2], [3, 0], [2, 4], [3, 5], [6, 4], [5, 0]])
+    return GroupCorpusGraph.from_arrays(path, docnos, edges, np.ones((7, 2)), labels=[0, 0, 1, 2, 3, 4, 4])
+
+
+CORPUS = [{'docno': d, 'title': f'title {d}', 'text': f'Words of {d}. More about {d} and its topic {i}.'}
+          for i, d in enumerate('abcdefg')]
+
+
+def test_summaries_on_ray_are_the_ones_made_in_one_process_and_record_the_pool(fake, tmp_path):
+    from pyterrier_garen import ExtractiveSummarizer
+    _, data = fake
+    here = _five_groups(tmp_path / 'here').summarize(ExtractiveSummarizer(), CORPUS, batch_size=2)
+    there = _five_groups(tmp_path / 'there').summarize(ExtractiveSummarizer(), CORPUS, batch_size=2,
+                                                       ray=RayOptions(workers=3, num_cpus=2))
+    assert [there.summary(g) for g in range(5)] == [here.summary(g) for g in range(5)]
+    assert all(here.summary(g) for g in range(5))
+    assert 'ray' not in here.meta['summaries']
+    assert there.meta['summaries']['ray'] == {'address': None, 'workers': 3, 'num_cpus': 2, 'num_gpus': 0}
+    assert {k: v for k, v in there.meta['summaries'].items() if k != 'ray'} == here.meta['summaries']
+    # five groups in batches of two: three items, one actor call each, on a pool of three
+    assert data.calls == [{'items': 3, 'override_num_blocks': 3},
+                          {'batch_size': 1, 'compute': ('pool', 3), 'num_cpus': 2, 'num_gpus': None, 'blocks': 3,
+                           'preserve_order': 'order?'}]  # no GPU asked for
+    with open(there.path / 'pt_meta.json') as fin:  # what is on disk, not only in memory
+        assert json.load(fin)['summaries']['ray']['workers'] == 3
+
+
+def test_ray_true_is_the_default_pool_and_a_live_engine_is_refused_before_any_work(fake, tmp_path):
+    from pyterrier_garen import ExtractiveSummarizer, LLMSummarizer
+    ray, data = fake
+    groups = _five_groups(tmp_path / 'g').summarize(ExtractiveSummarizer(), CORPUS, ray=True)
+    assert groups.meta['summaries']['ray'] == RayOptions().describe()
+    assert data.calls[1]['batch_size'] == 1
+    assert data.calls[0]['items'] == 1  # five groups, the default 16 a batch
+
+    class Live:  # an engine object in this process: it cannot be shipped to the actors
+        model = 'm'
+
+        def generate(self, *args, **kwargs):
+            raise AssertionError('no request is made')
+
+    fresh = _five_groups(tmp_path / 'h')
+    calls = len(data.calls)
+    with pytest.raises(TypeError):
+        fresh.summarize(LLMSummarizer(Live()), CORPUS, ray=RayOptions())
+    assert len(data.calls) == calls
+    assert not fresh.has_summaries
