@@ -514,7 +514,7 @@ def test_a_missing_dependency_that_shares_the_modules_prefix_keeps_its_own_error
     assert raised.value.name == 'foo_zz'
 
 
-# -- GroupCorpusGraph.summarize on Ray (its branch of the artifact's own code, with the stand-in) ------------------------
+# -- GroupCorpusGraph.summarize on Ray (its branch of the artifact's own code, with the stand-in) ----------------------
 def _five_groups(path):
     from pyterrier_garen import GroupCorpusGraph
     docnos = ['a', 'b', 'c', 'd', 'e', 'f', 'g']
@@ -528,7 +528,7 @@ CORPUS = [{'docno': d, 'title': f'title {d}', 'text': f'Words of {d}. More about
 
 def test_summaries_on_ray_are_the_ones_made_in_one_process_and_record_the_pool(fake, tmp_path):
     from pyterrier_garen import ExtractiveSummarizer
-    _, data = fake
+    ray, data = fake
     here = _five_groups(tmp_path / 'here').summarize(ExtractiveSummarizer(), CORPUS, batch_size=2)
     there = _five_groups(tmp_path / 'there').summarize(ExtractiveSummarizer(), CORPUS, batch_size=2,
                                                        ray=RayOptions(workers=3, num_cpus=2))
@@ -543,12 +543,14 @@ def test_summaries_on_ray_are_the_ones_made_in_one_process_and_record_the_pool(f
                            'preserve_order': 'order?'}]  # no GPU asked for
     with open(there.path / 'pt_meta.json') as fin:  # what is on disk, not only in memory
         assert json.load(fin)['summaries']['ray']['workers'] == 3
+    assert ray.events[0] == ('init', None, {'logging_level': logging.WARNING, 'log_to_driver': False})  # quiet
 
 
 def test_ray_true_is_the_default_pool_and_a_live_engine_is_refused_before_any_work(fake, tmp_path):
     from pyterrier_garen import ExtractiveSummarizer, LLMSummarizer
     ray, data = fake
-    groups = _five_groups(tmp_path / 'g').summarize(ExtractiveSummarizer(), CORPUS, ray=True)
+    groups = _five_groups(tmp_path / 'g').summarize(ExtractiveSummarizer(), CORPUS, ray=True, verbose=True)
+    assert ray.events[0] == ('init', None, {'logging_level': logging.INFO, 'log_to_driver': True})  # verbose
     assert groups.meta['summaries']['ray'] == RayOptions().describe()
     assert data.calls[1]['batch_size'] == 1
     assert data.calls[0]['items'] == 1  # five groups, the default 16 a batch
