@@ -9,12 +9,14 @@ keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import sys
 import types
+import warnings
 from typing import Callable, List, Optional
 
-__all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'one_line']
+__all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'one_line', 'each_warning_once']
 
 INTERRUPTED = ('interrupted: every finished step is kept (artifacts are written beside their folder and moved in '
                'only when complete; summaries are saved batch by batch); rerun the same command to resume')
@@ -123,3 +125,28 @@ def end_progress_bars() -> None:
             pass
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+@contextlib.contextmanager
+def each_warning_once():
+    """Within the block, show each distinct warning (its category and text) once.
+
+    Python shows a warning once per place, but every ``warnings.catch_warnings()`` (this package and its libraries
+    use many) resets that memory, so a loop that builds the same pipelines again (a sweep: every reranker, partition
+    and budget) repeated the same advice dozens of times. Filters still apply first: an ``error`` filter
+    (``--strict``) raises at the first occurrence, and an ignored warning is not shown at all.
+    """
+    seen = set()
+    show = warnings.showwarning
+
+    def once(message, category, filename, lineno, file=None, line=None):
+        key = (category, str(message))
+        if key not in seen:
+            seen.add(key)
+            show(message, category, filename, lineno, file, line)
+
+    warnings.showwarning = once
+    try:
+        yield
+    finally:
+        warnings.showwarning = show

@@ -205,33 +205,35 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     if minilm:
         rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
     frames = []
-    for b, (kind, sigma, noise_seed, reranker) in ((b, r) for b in budgets for r in rerankers):
-        for i, (pseed, groups) in enumerate(partitions.items()):
-            names = [s for s in systems if depends[s] or i == 0]
-            if not names and not variants:
-                continue
-            pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
-                                      budget=b, first_stage=source, systems=names, fusion=fusion,
-                                      tail_fusion=tail_fusion, fusion_head=fusion_head,
-                                      observed_fusion=observed_fusion, **options)
-            for name, kwargs in (variants or {}).items():
-                pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
-                                                  **{**options, **kwargs})
-                if fusion or tail_fusion is not None or observed_fusion:
-                    stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
-                    pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)
-            for name, pipeline in pipelines.items():
-                run = pipeline(topics)
-                if excluded:
-                    run = remove_excluded(run, stored)
-                values = _evaluate(run, qrels, qids)
-                seeds = [pseed] if name in (variants or {}) or depends[name] else list(partitions)
-                for seed in seeds:
-                    frames.append(values.assign(system=name, reranker=kind, sigma=sigma, noise_seed=noise_seed,
-                                                partition_seed=seed, budget=b))
-                if verbose:
-                    pt.tqdm.write(f'{name} {kind} sigma={sigma} noise_seed={noise_seed} partition_seed={pseed} '
-                                  f'budget={b}: ' + ', '.join(f'{m}={values[m].mean():.4f}' for m in MEASURES))
+    from ._errors import each_warning_once
+    with each_warning_once():  # every run of the loop builds its pipelines anew, each warning once
+        for b, (kind, sigma, noise_seed, reranker) in ((b, r) for b in budgets for r in rerankers):
+            for i, (pseed, groups) in enumerate(partitions.items()):
+                names = [s for s in systems if depends[s] or i == 0]
+                if not names and not variants:
+                    continue
+                pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
+                                          budget=b, first_stage=source, systems=names, fusion=fusion,
+                                          tail_fusion=tail_fusion, fusion_head=fusion_head,
+                                          observed_fusion=observed_fusion, **options)
+                for name, kwargs in (variants or {}).items():
+                    pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
+                                                      **{**options, **kwargs})
+                    if fusion or tail_fusion is not None or observed_fusion:
+                        stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
+                        pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)
+                for name, pipeline in pipelines.items():
+                    run = pipeline(topics)
+                    if excluded:
+                        run = remove_excluded(run, stored)
+                    values = _evaluate(run, qrels, qids)
+                    seeds = [pseed] if name in (variants or {}) or depends[name] else list(partitions)
+                    for seed in seeds:
+                        frames.append(values.assign(system=name, reranker=kind, sigma=sigma, noise_seed=noise_seed,
+                                                    partition_seed=seed, budget=b))
+                    if verbose:
+                        pt.tqdm.write(f'{name} {kind} sigma={sigma} noise_seed={noise_seed} partition_seed={pseed} '
+                                      f'budget={b}: ' + ', '.join(f'{m}={values[m].mean():.4f}' for m in MEASURES))
     perquery = pd.concat(frames, ignore_index=True)[KEYS + ['qid', *MEASURES]]
     table = (perquery.groupby(KEYS, sort=False, dropna=False)[list(MEASURES)].mean().reset_index())
     return table[SWEEP_COLUMNS], perquery

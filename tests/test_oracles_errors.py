@@ -9,6 +9,7 @@ import errno
 import socket
 import sys
 import urllib.error
+import warnings
 
 import pytest
 
@@ -178,3 +179,55 @@ def test_before_any_progress_bar_there_is_nothing_to_close(monkeypatch):
     from tqdm import tqdm
     monkeypatch.delattr(tqdm, '_instances', raising=False)  # tqdm makes the set with its first bar
     end_progress_bars()
+
+
+def _advise(text, category=UserWarning):
+    with warnings.catch_warnings():  # as libraries do: it resets Python's memory of what was shown
+        pass
+    warnings.warn(text, category, stacklevel=2)
+
+
+def test_each_warning_once_shows_each_distinct_warning_once():
+    from pyterrier_garen._errors import each_warning_once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        with each_warning_once():
+            for _ in range(3):
+                _advise('budget 5 is small')
+                _advise('budget 5 is small', RuntimeWarning)  # another category is another warning
+                _advise('budget 7 is small')
+        _advise('budget 5 is small')  # after the block, Python's own rule again
+    assert [(w.category, str(w.message)) for w in caught] == [
+        (UserWarning, 'budget 5 is small'), (RuntimeWarning, 'budget 5 is small'), (UserWarning, 'budget 7 is small'),
+        (UserWarning, 'budget 5 is small')]
+
+
+def test_each_warning_once_leaves_the_filters_in_charge():
+    from pyterrier_garen._errors import each_warning_once
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        warnings.filterwarnings('ignore', message='hidden')
+        with each_warning_once():
+            _advise('hidden')
+            _advise('shown')
+            with warnings.catch_warnings():
+                warnings.simplefilter('error', UserWarning)  # --strict
+                with pytest.raises(UserWarning, match='shown'):
+                    _advise('shown')  # an error each time, even when shown before
+    assert [str(w.message) for w in caught] == ['shown']
+
+
+def test_each_warning_once_puts_the_display_back():
+    from pyterrier_garen._errors import each_warning_once
+    before = warnings.showwarning
+    inside = []
+
+    def fail():
+        with each_warning_once():
+            inside.append(warnings.showwarning)
+            raise KeyError('x')
+
+    with pytest.raises(KeyError):
+        fail()
+    assert inside[0] is not before
+    assert warnings.showwarning is before

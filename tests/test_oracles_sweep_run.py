@@ -8,6 +8,7 @@ what the sweep hands them can be seen and no model is loaded.
 import dataclasses
 import math
 import shutil
+import warnings
 
 import ir_measures
 import pandas as pd
@@ -361,3 +362,15 @@ def test_summaries_when_asked_are_the_extractive_ones_and_verbose_shows_progress
     alone.summarize(garen.ExtractiveSummarizer(), prepared.dataset)
     assert [out.summary(g) for g in range(out.num_groups)] == [alone.summary(g) for g in range(alone.num_groups)]
     assert all(out.summary(g) for g in range(out.num_groups))
+
+
+def test_each_warning_of_the_runs_is_shown_once(small):
+    _, prepared = small
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')  # Python's own rule would show every one of them
+        analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(10,), num_queries=2,
+                                **{**ONE, 'sigmas': (0.5, 1.0), 'partition_seeds': (42, 17)})
+    below = [str(w.message) for w in caught if 'below the window' in str(w.message)]
+    # four runs of the loop (two sigmas, two partitions) build the systems, each time with the same advice
+    assert below == ['budget=10 is below the window of 20 documents: GAR, SlideGAR, RGS and GAREN then only re-rank '
+                     'the first-stage top 10 (no adaptive step); use a budget of at least 20, e.g. 100 as in the paper']
