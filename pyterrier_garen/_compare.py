@@ -255,7 +255,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     from ir_measures import R, nDCG
 
     from . import RemoveExcluded, prepare
-    from ._driver import warn_budget_covers_collection
+    from ._driver import COVERS_COLLECTION, warn_budget_covers_collection
     from ._prepare import cache_dir
     from .datasets import load_dataset
     label = None
@@ -307,6 +307,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         # scipy's paired t-test on fewer than two queries, or on equal values, warns and gives NaN: the table shows
         # an empty p-value, which says the same
         warnings.filterwarnings('ignore', category=RuntimeWarning, module=r'scipy\.')
+        # compare said it for the collection (above); each search would say it again
+        warnings.filterwarnings('ignore', message=COVERS_COLLECTION, category=UserWarning)
         table = pt.Experiment(systems_run, topics, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
                               plan='tree', verbose=False, validate='ignore')
     measures = [str(nDCG @ 10), str(R @ 100)]

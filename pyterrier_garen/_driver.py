@@ -297,6 +297,11 @@ def collection_size(graph: Any) -> Optional[int]:
         return None
 
 
+#: The start of every warning :func:`warn_budget_covers_collection` gives (for a filter: a comparison that warned
+#: once for the collection hides the same advice from each of its searches).
+COVERS_COLLECTION = r'[^:\n]+: budget=\d+ is at least the \d+ documents of the collection'
+
+
 def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: str) -> bool:
     """Warn (``UserWarning``) when ``budget`` is at least the number of documents; returns whether it warned.
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
@@ -171,7 +172,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
     from ._compare import build_systems, evaluation_qrels, fusion_stage, resolve_fusion
-    from ._driver import warn_budget_covers_collection
+    from ._driver import COVERS_COLLECTION, warn_budget_covers_collection
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
     budgets = [budget] if budgets is None else list(budgets)
@@ -191,8 +192,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     source = pt.Transformer.from_df(first)
     budgets = [int(b) for b in budgets]
-    for b in budgets:
-        warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep')
+    warned = [warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep') for b in budgets]
     options = {'final_order': final_order} if final_order is not None else {}
     excluded = (stored.label == -100).any()
     encoder = minilm_encoder() if (minilm or nav_spec.encoder) else None
@@ -206,7 +206,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
     frames = []
     from ._errors import each_warning_once
-    with each_warning_once():  # every run of the loop builds its pipelines anew, each warning once
+    with each_warning_once(), warnings.catch_warnings():  # every run of the loop builds its pipelines anew
+        if any(warned):  # the sweep said it for the collection (above); each search would say it again
+            warnings.filterwarnings('ignore', message=COVERS_COLLECTION, category=UserWarning)
         for b, (kind, sigma, noise_seed, reranker) in ((b, r) for b in budgets for r in rerankers):
             for i, (pseed, groups) in enumerate(partitions.items()):
                 names = [s for s in systems if depends[s] or i == 0]

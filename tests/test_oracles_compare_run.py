@@ -199,8 +199,13 @@ def test_the_default_reranker_and_navigator(collection):
 
 
 def test_a_budget_covering_the_collection_warns_naming_compare(collection):
-    with pytest.warns(UserWarning, match=r'^compare: budget=160 is at least the 160 documents'):
-        _run(collection, budget=160, systems=['BM25'])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        _run(collection, budget=160, systems=['BM25', 'SlideGAR', 'GAREN', 'GAREN+'])
+    covering = [str(w.message) for w in caught if 'is at least the 160 documents' in str(w.message)]
+    # once, for the collection; not again by each search
+    assert len(covering) == 1
+    assert covering[0].startswith('compare: budget=160 is at least the 160 documents')
 
 
 @pytest.mark.parametrize(('option', 'message'), [

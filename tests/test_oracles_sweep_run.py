@@ -159,8 +159,14 @@ def test_the_first_stage_is_pisa_bm25_at_compares_settings_run_once(small):
 
 def test_a_budget_at_least_the_collection_warns_naming_the_sweep(small):
     _, prepared = small
-    with pytest.warns(UserWarning, match=r'^strength_sweep: budget=160 is at least the 160 documents'):
-        analysis.strength_sweep(prepared, systems=['BM25'], budgets=(20, 160), num_queries=1, **ONE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        analysis.strength_sweep(prepared, systems=['BM25', 'SlideGAR', 'GAREN'], budgets=(20, 160), num_queries=1,
+                                **ONE)
+    covering = [str(w.message) for w in caught if 'is at least the 160 documents' in str(w.message)]
+    # once, for the collection; not again by each search
+    assert len(covering) == 1
+    assert covering[0].startswith('strength_sweep: budget=160 is at least the 160 documents')
 
 
 def test_final_order_reaches_every_search_and_the_variants(small):
