@@ -360,8 +360,9 @@ def format_comparison(table: pd.DataFrame) -> str:
     run: Dict[str, Any] = table.attrs.get('run', {})
     lines = []
     if run:
-        queries = _count(run['queries'], 'query', 'queries') + (f" (first {run['queries']} of {run['total_queries']})"
-                                                   if run['queries'] < run['total_queries'] else '')
+        queries = _count(run['queries'], 'query', 'queries')
+        if run['queries'] < run['total_queries']:
+            queries += f" (first {run['queries']} of {run['total_queries']})"
         if run['judged_queries'] < run['queries']:
             queries += f", {run['judged_queries']} with relevance labels"
         lines += [f"collection:  {run['collection']}, {run['documents']:,} documents; {queries}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -64,8 +65,8 @@ def text_or_empty(text: Any) -> str:
         return ''
     if isinstance(text, (float, np.floating)):
         return '' if np.isnan(text) else str(text)
-    kind = type(text)
-    if kind.__module__.startswith('pandas.') and kind.__name__ in ('NAType', 'NaTType'):  # pandas not imported here
+    pandas = sys.modules.get('pandas')  # its missing values exist only once it is imported (this module does not)
+    if pandas is not None and (text is pandas.NA or text is pandas.NaT):
         return ''
     return str(text)
 

@@ -173,6 +173,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
     from ._compare import build_systems, evaluation_qrels, fusion_stage, resolve_fusion
     from ._driver import COVERS_COLLECTION, warn_budget_covers_collection
+    from ._errors import each_warning_once
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
     budgets = [budget] if budgets is None else list(budgets)
@@ -205,7 +206,6 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     if minilm:
         rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
     frames = []
-    from ._errors import each_warning_once
     with each_warning_once(), warnings.catch_warnings():  # every run of the loop builds its pipelines anew
         if any(warned):  # the sweep said it for the collection (above); each search would say it again
             warnings.filterwarnings('ignore', message=COVERS_COLLECTION, category=UserWarning)

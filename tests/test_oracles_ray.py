@@ -120,12 +120,16 @@ def test_resolving_engines_by_short_name_path_or_object():
         assert str(refused.value) == message
 
 
-def test_a_module_that_needs_something_missing_keeps_its_own_error(tmp_path, monkeypatch):
-    (tmp_path / 'needs_missing_zz.py').write_text('import missing_dependency_zz\n')
+@pytest.mark.parametrize(('module', 'missing'), [
+    ('needs_missing_zz', 'missing_dependency_zz'),
+    # 'foo_zz' is a prefix of 'foo_zzbar' but not a package above it: still the module's own error, not the spec's
+    ('foo_zzbar', 'foo_zz')])
+def test_a_module_that_needs_something_missing_keeps_its_own_error(tmp_path, monkeypatch, module, missing):
+    (tmp_path / f'{module}.py').write_text(f'import {missing}\n')
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ModuleNotFoundError) as raised:
-        _resolve('needs_missing_zz:Engine')
-    assert raised.value.name == 'missing_dependency_zz'
+        _resolve(f'{module}:Engine')
+    assert raised.value.name == missing
 
 
 class Summarizer:
@@ -503,15 +507,6 @@ def test_encoding_batches_of_256_by_default(fake):
     list(encode_docs(docs, factory=Encoder, options=RayOptions()))
     encode_into(type('I', (), {'index': lambda self, d: list(d)})(), docs, encoder=Encoder)
     assert [c['batch_size'] for c in data.calls if 'batch_size' in c] == [256, 256]
-
-
-def test_a_missing_dependency_that_shares_the_modules_prefix_keeps_its_own_error(tmp_path, monkeypatch):
-    # 'foo_zzbar' lacks 'foo_zz', a prefix of its name but not a package above it: its own error, not the spec's
-    (tmp_path / 'foo_zzbar.py').write_text('import foo_zz\n')
-    monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(ModuleNotFoundError) as raised:
-        _resolve('foo_zzbar:Engine')
-    assert raised.value.name == 'foo_zz'
 
 
 # -- GroupCorpusGraph.summarize on Ray (its branch of the artifact's own code, with the stand-in) ----------------------
