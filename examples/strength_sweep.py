@@ -103,6 +103,7 @@ def main(argv=None):
     else:
         from pyterrier_garen.synthetic import make_synthetic
         dataset = make_synthetic(os.path.join(args.workdir, 'collection'))
+    dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir, graph=args.graph, vectors=args.graph == 'dense',
                              verbose=args.verbose)
     args.tail_fusion, args.observed_fusion = analysis.resolve_fusion(args.fusion, args.tail_fusion,
@@ -156,4 +157,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    from pyterrier_garen._errors import command_errors
+    with command_errors():  # a bad collection or option: one line 'error: ...', exit status 2
+        main(sys.argv[1:])

@@ -47,7 +47,8 @@ _EXPORTS = {
     'write_sidecar': '._provenance',  # FILE.json beside a result file: its command, code, packages, SHA-256
     'read_sidecar': '._provenance',
     'command_line': '._provenance',
-    'collection_fingerprint': '._prepare',  # the SHA-256 of a collection's content that names its workdir
+    'collection_fingerprint': '._prepare',  # the SHA-256 of a collection's content (what a result was measured on)
+    'corpus_fingerprint': '._prepare',  # the SHA-256 of its documents, which names its workdir
     'format_comparison': '._compare',
     # online search (_garen.py, _baselines.py)
     'GAREN': '._garen',

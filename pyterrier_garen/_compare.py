@@ -25,6 +25,11 @@ NAVIGATORS = _registry.NAVIGATOR_NAMES
 FIRST_STAGE = 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000'
 
 
+def bm25_first_stage(prepared) -> pt.Transformer:
+    """The first stage of every comparison and sweep (:data:`FIRST_STAGE`), over ``prepared``'s PISA index."""
+    return prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
+
+
 def _count(n: Any, one: str, many: str) -> str:
     """``'1 query'``, ``'3 queries'`` (anything but the number 1 takes the plural)."""
     return f'{n} {one if n == 1 else many}'
@@ -104,7 +109,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
                       f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
                       f'{window}, e.g. 100 as in the paper', stacklevel=2)
-    bm25 = first_stage if first_stage is not None else prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
+    bm25 = first_stage if first_stage is not None else bm25_first_stage(prepared)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)
     check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
@@ -255,7 +260,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     from ir_measures import R, nDCG
 
     from . import RemoveExcluded, prepare
-    from ._driver import COVERS_COLLECTION, warn_budget_covers_collection
+    from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
     from ._prepare import cache_dir
     from .datasets import load_dataset
     label = None
@@ -271,7 +276,23 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # what the table reports
     from ._text_rerankers import build_reranker, check_reranker
     check_reranker(reranker)  # a spec that cannot work fails before anything is built
+    # the queries and judgements are read before anything is built: a bad line fails in seconds, not after the
+    # offline steps (and mending it keeps what they built: the workdir is the documents', corpus_fingerprint)
+    from ._frames import check_one_query_per_qid, clean_queries
+    topics = clean_queries(dataset.get_topics(), dataset)  # repaired at the boundary: PISA fails on a NUL
+    check_one_query_per_qid(topics, dataset)
+    total_queries = len(topics)
+    if num_queries:
+        topics = topics.head(num_queries)
+    all_qrels = dataset.get_qrels()
+    qrels = evaluation_qrels(dataset, binary=binary)
+    relevant = set(qrels.loc[qrels.label > 0, 'qid'].astype(str))
+    if not topics.qid.astype(str).isin(relevant).any():
+        warnings.warn(f'compare: none of the {_count(len(topics), "query", "queries")} evaluated has a relevant '
+                      'document (a label above 0), so every measure is 0 and no system can be told from another; '
+                      'check the qrels (relevant documents need a positive label)', stacklevel=2)
     prepared = prepare(dataset, workdir, verbose=verbose)
+    check_first_stage(bm25_first_stage(prepared)(topics), topics, context='compare')
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
     reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
@@ -280,22 +301,9 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
                               final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head,
                               observed_fusion=observed_fusion)
-    all_qrels = dataset.get_qrels()
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
-    from ._frames import check_one_query_per_qid, clean_queries
-    topics = clean_queries(dataset.get_topics(), dataset)  # repaired at the boundary: PISA fails on a NUL
-    check_one_query_per_qid(topics, dataset)
-    total_queries = len(topics)
-    if num_queries:
-        topics = topics.head(num_queries)
-    qrels = evaluation_qrels(dataset, binary=binary)
-    relevant = set(qrels.loc[qrels.label > 0, 'qid'].astype(str))
-    if not topics.qid.astype(str).isin(relevant).any():
-        warnings.warn(f'compare: none of the {_count(len(topics), "query", "queries")} evaluated has a relevant '
-                      'document (a label above 0), so every measure is 0 and no system can be told from another; '
-                      'check the qrels (relevant documents need a positive label)', stacklevel=2)
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
     progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',

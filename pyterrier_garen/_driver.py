@@ -316,6 +316,30 @@ def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: 
     return True
 
 
+def check_first_stage(results: pd.DataFrame, topics: pd.DataFrame, *, context: str) -> None:
+    """Say which queries the first stage finds nothing for: every system starts from it, so those queries are
+    absent from every run and score 0. A warning for some; ``ValueError`` for all, when nothing can be compared.
+
+    Args:
+        results: the first stage's ranking of ``topics`` (a ``qid`` column).
+        topics: the queries (``qid``, ``query``) that are evaluated.
+        context: the caller's name, which starts the message.
+    """
+    found = set(results['qid'].astype(str)) if len(results) else set()
+    missing = topics[~topics['qid'].astype(str).isin(found)]
+    if missing.empty:
+        return
+    example = f"e.g. qid {str(missing['qid'].iloc[0])!r}, {str(missing['query'].iloc[0])[:60]!r}"
+    if len(missing) == len(topics):
+        raise ValueError(f'{context}: the first stage finds no document for any of the {len(topics)} queries '
+                         f'({example}), so every system would return nothing: no query shares an indexed term with '
+                         'the documents (after stemming and stopword removal); check that queries and documents are '
+                         'in the same language and that the queries file holds the query texts')
+    warnings.warn(f'{context}: the first stage finds no document for {len(missing)} of the {len(topics)} queries '
+                  f'({example}); every system starts from it, so these queries are absent from every run and score '
+                  '0 for all of them', stacklevel=3)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # the one base class of every windowed search
 

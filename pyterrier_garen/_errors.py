@@ -16,7 +16,8 @@ import types
 import warnings
 from typing import Callable, List, Optional
 
-__all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'one_line', 'each_warning_once']
+__all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'command_errors', 'one_line',
+           'each_warning_once']
 
 INTERRUPTED = ('interrupted: every finished step is kept (artifacts are written beside their folder and moved in '
                'only when complete; summaries are saved batch by batch); rerun the same command to resume')
@@ -92,8 +93,17 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
     """Parse ``argv`` and run the chosen command (``args.func``), reporting user errors in one line."""
     _one_line_argparse(parser)
     args = parser.parse_args(argv)
-    try:
+    with command_errors():
         (call or args.func)(args)
+
+
+@contextlib.contextmanager
+def command_errors():
+    """Around a command's work (:func:`run_command`, the example scripts' ``__main__``): a user error becomes one
+    line ``error: ...`` on stderr and exit status 2 (or the run's own ``exit_status``), Ctrl-C says what was kept
+    (exit status 130), and anything else, a bug, keeps its traceback."""
+    try:
+        yield
     except KeyboardInterrupt:
         end_progress_bars()
         sys.stderr.write(f'\n{INTERRUPTED}\n')  # after the terminal's ^C

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -9,9 +10,9 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
-__all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint']
+__all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint', 'corpus_fingerprint']
 
 MANIFEST = 'prepare.json'
 LOCK = '.prepare.lock'
@@ -35,8 +36,9 @@ class Prepared:
 
 
 def collection_fingerprint(dataset) -> str:
-    """SHA-256 identifying a collection's content: ``dataset.fingerprint()`` when it has one (``LocalDataset``:
-    its files), else a hash of every document (docno, title, text) from ``get_corpus_iter()``."""
+    """SHA-256 identifying a collection's content, what a result was measured on: ``dataset.fingerprint()`` when it
+    has one (``LocalDataset``: its files), else a hash of every document (docno, title, text) from
+    ``get_corpus_iter()``."""
     if hasattr(dataset, 'fingerprint'):
         return str(dataset.fingerprint())
     digest = hashlib.sha256()
@@ -48,6 +50,23 @@ def collection_fingerprint(dataset) -> str:
     return digest.hexdigest()
 
 
+def corpus_fingerprint(dataset) -> str:
+    """SHA-256 of what :func:`prepare` builds from, the documents: it names the default workdir and ``prepare.json``
+    records it. ``dataset.corpus_fingerprint()`` when it has one (``LocalDataset``: ``docs.jsonl``), else
+    :func:`collection_fingerprint`. Mending a query or a judgement therefore keeps the artifacts."""
+    if hasattr(dataset, 'corpus_fingerprint'):
+        return str(dataset.corpus_fingerprint())
+    return collection_fingerprint(dataset)
+
+
+def _earlier_fingerprint(dataset) -> Optional[Callable[[], str]]:
+    """How versions before ``corpus_fingerprint`` keyed this dataset's workdir, when it differs (computed on demand:
+    it reads every file of the collection again); None when it is the same key."""
+    if not hasattr(dataset, 'corpus_fingerprint'):
+        return None
+    return functools.lru_cache(maxsize=None)(lambda: collection_fingerprint(dataset))
+
+
 def _dataset_name(dataset) -> str:
     name = getattr(dataset, 'name', None) or getattr(dataset, '_irds_id', None) or str(dataset)
     # a default repr's memory address changes in every process: it would give each run a new default workdir
@@ -55,14 +74,17 @@ def _dataset_name(dataset) -> str:
     return ''.join(c if c.isalnum() or c in '-_.' else '_' for c in str(name)).strip('._') or 'collection'
 
 
-def _check_workdir(workdir: Path, fingerprint: str, name: str) -> bool:
-    """Refuse a workdir prepared for another collection, else record this one in it (``prepare.json``).
+def _check_workdir(workdir: Path, fingerprint: str, name: str,
+                   earlier: Optional[Callable[[], str]] = None) -> bool:
+    """Refuse a workdir prepared for other documents, else record these in it (``prepare.json``).
 
-    Returns whether prepare created the workdir (then it owns every folder at an artifact's name in it).
+    ``earlier``: the key versions before ``corpus_fingerprint`` recorded for this collection (see
+    :func:`_check_manifest`). Returns whether prepare created the workdir (then it owns every folder at an
+    artifact's name in it).
     """
     manifest = workdir / MANIFEST
     if manifest.is_file():  # read without a lock (written atomically): a finished workdir may be read-only
-        return _check_manifest(manifest, workdir, fingerprint)
+        return _check_manifest(manifest, workdir, fingerprint, earlier)
     import fcntl
 
     from ._atomic import resource_errors, write_json
@@ -79,18 +101,23 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str) -> bool:
             if manifest.is_file():  # written by a prepare that held the lock first; its lock file is not needed now
                 with contextlib.suppress(FileNotFoundError):
                     lock.unlink()
-                return _check_manifest(manifest, workdir, fingerprint)
+                return _check_manifest(manifest, workdir, fingerprint, earlier)
             # prepare's own bookkeeping (the lock, a killed write's temporary of prepare.json) is not the user's
             mine = re.compile(rf'{re.escape(LOCK)}|\.{re.escape(MANIFEST)}\.[a-z0-9_]{{8}}\.tmp')
             created = made or not [p for p in workdir.iterdir() if not mine.fullmatch(p.name)]
-            write_json(manifest, {'collection': name, 'collection_sha256': fingerprint, 'created': created})
+            write_json(manifest, {'collection': name, 'corpus_sha256': fingerprint, 'created': created})
             lock.unlink()  # safe: from now on every prepare reads the manifest and writes it never again
         finally:
             os.close(fd)
     return created
 
 
-def _check_manifest(manifest: Path, workdir: Path, fingerprint: str) -> bool:
+def _check_manifest(manifest: Path, workdir: Path, fingerprint: str,
+                    earlier: Optional[Callable[[], str]] = None) -> bool:
+    """Whether prepare created the workdir ``manifest`` records, after checking it records these documents:
+    ``corpus_sha256`` equal to ``fingerprint``, or, written by an earlier version, ``collection_sha256`` equal to
+    ``fingerprint`` (a dataset whose whole content is its documents) or to ``earlier()`` (all of a
+    ``LocalDataset``'s files, as they are now). ``FileExistsError`` otherwise."""
     from ._atomic import resource_errors
     with resource_errors(manifest, 'read'):
         text = manifest.read_text(encoding='utf8')
@@ -100,10 +127,16 @@ def _check_manifest(manifest: Path, workdir: Path, fingerprint: str) -> bool:
         stored = {}
     if not isinstance(stored, dict):
         stored = {}
-    if stored.get('collection_sha256') != fingerprint:
+    if 'corpus_sha256' in stored:
+        same = stored['corpus_sha256'] == fingerprint
+        recorded = stored['corpus_sha256']
+    else:
+        recorded = stored.get('collection_sha256')
+        same = recorded is not None and (recorded == fingerprint or (earlier is not None and recorded == earlier()))
+    if not same:
         raise FileExistsError(
-            f'{workdir} holds artifacts prepared for another collection ({stored.get("collection", "?")}, '
-            f'fingerprint {str(stored.get("collection_sha256"))[:12]}; this one is {fingerprint[:12]}); its '
+            f'{workdir} holds artifacts prepared for other documents ({stored.get("collection", "?")}, '
+            f'fingerprint {str(recorded)[:12]}; these documents are {fingerprint[:12]}); its '
             'artifacts are not reused: pass another workdir, or delete that one to rebuild there')
     return stored.get('created') is True  # only prepare's own record makes its folders removable, not "false"
 
@@ -150,13 +183,15 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     Each step is skipped when its artifact is already built (its ``pt_meta.json`` exists and its documents are the
     collection's), so a second call is instant. Every step builds beside its final folder and swaps it in, so an
     interrupted run (Ctrl-C, kill) leaves either the finished artifact or nothing at that name; a rerun continues
-    with the missing steps (summaries resume group by group). Artifacts are reused only for the same collection:
-    the workdir records a fingerprint of the collection's content (``prepare.json``), and artifact names carry
-    every parameter that shapes them.
+    with the missing steps (summaries resume group by group). Artifacts are reused only for the same documents:
+    the workdir records a fingerprint of them (:func:`corpus_fingerprint`, in ``prepare.json``), and artifact names
+    carry every parameter that shapes them. Queries and judgements are not part of it: mending them keeps the
+    artifacts. A workdir an earlier version recorded by all of a collection's files is still reused while those
+    files are unchanged.
 
     Args:
         dataset: a :class:`~pyterrier_garen.LocalDataset` or any PyTerrier dataset with a corpus.
-        workdir: output folder; defaults to ``cache_dir()/<dataset name>-<fingerprint>``.
+        workdir: output folder; defaults to ``cache_dir()/<dataset name>-<fingerprint>`` (its first 12 hex digits).
         graph: ``'dense'`` (cosine MiniLM k-NN: exact up to ``EXACT_KNN_LIMIT`` = 200,000 documents, FAISS HNSW
             above, see ``pyterrier_garen._ann``) or ``'bm25'`` (PISA BM25 k-NN).
         k: neighbours per document.
@@ -190,13 +225,16 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     check_positive(k=k, max_group_size=max_group_size)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
-    fingerprint = collection_fingerprint(dataset)
+    fingerprint, earlier = corpus_fingerprint(dataset), _earlier_fingerprint(dataset)
     if workdir is None:
         workdir = cache_dir() / f'{name}-{fingerprint[:12]}'
+        if earlier is not None and not workdir.exists():  # the folder an earlier version named by all the files
+            before = cache_dir() / f'{name}-{earlier()[:12]}'
+            workdir = before if before.is_dir() else workdir
     workdir = Path(workdir)
     docnos = [str(d['docno']) for d in dataset.get_corpus_iter(verbose=False)]
     _check_unique(docnos, dataset)  # before anything is created or indexed
-    owned = _check_workdir(workdir, fingerprint, name)
+    owned = _check_workdir(workdir, fingerprint, name, earlier)
     if len(docnos) < 2:
         raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
 

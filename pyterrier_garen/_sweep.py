@@ -171,8 +171,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
-    from ._compare import build_systems, evaluation_qrels, fusion_stage, resolve_fusion
-    from ._driver import COVERS_COLLECTION, warn_budget_covers_collection
+    from ._compare import bm25_first_stage, build_systems, evaluation_qrels, fusion_stage, resolve_fusion
+    from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
     from ._errors import each_warning_once
     from ._simulation import SimulatedReranker
     from .datasets import remove_excluded
@@ -190,7 +190,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     qrels = evaluation_qrels(dataset) if qrels is None else qrels
     topics = judged_topics(dataset, qrels, num_queries)
     qids = topics.qid.astype(str).tolist()
-    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
+    first = bm25_first_stage(prepared)(topics)
+    check_first_stage(first, topics, context='strength_sweep')
     source = pt.Transformer.from_df(first)
     budgets = [int(b) for b in budgets]
     warned = [warn_budget_covers_collection(b, len(prepared.groups), context='strength_sweep') for b in budgets]

@@ -181,9 +181,20 @@ class LocalDataset(pt.datasets.Dataset):
         return _TextLoader(self, fields)
 
     def fingerprint(self) -> str:
-        """SHA-256 of the collection's files (documents, queries, qrels, declaration): equal for equal content."""
+        """SHA-256 of the collection's files (documents, queries, qrels, declaration): equal for equal content.
+
+        It identifies what a result was measured on (a sweep's provenance records it). The offline artifacts are
+        built from the documents alone, and their workdir is named by :meth:`corpus_fingerprint`."""
+        return self._hash_files(('docs.jsonl', 'queries.tsv', 'qrels.txt', DECLARATION))
+
+    def corpus_fingerprint(self) -> str:
+        """SHA-256 of ``docs.jsonl`` alone, laid out as :meth:`fingerprint` lays out each file: what every offline
+        artifact (index, vectors, graph, groups) is built from, so mending a query or a judgement keeps them."""
+        return self._hash_files(('docs.jsonl',))
+
+    def _hash_files(self, names) -> str:
         digest = hashlib.sha256()
-        for name in ('docs.jsonl', 'queries.tsv', 'qrels.txt', DECLARATION):
+        for name in names:
             file = self.path / name
             digest.update(f'{name}\0'.encode())
             if file.is_file():

@@ -55,8 +55,8 @@ def vaswani():
 def cran_dir(cranfield, work_dir) -> Path:
     """The one folder of every Cranfield artifact of the session: the folder ``prepare(cranfield)`` picks by default
     when ``$GAREN_CACHE`` is ``work_dir`` (as in the docs tests), so Cranfield is indexed and encoded once per run."""
-    from pyterrier_garen._prepare import collection_fingerprint
-    return work_dir / f'cranfield-{collection_fingerprint(cranfield)[:12]}'
+    from pyterrier_garen._prepare import corpus_fingerprint
+    return work_dir / f'cranfield-{corpus_fingerprint(cranfield)[:12]}'
 
 
 @pytest.fixture(scope='session')

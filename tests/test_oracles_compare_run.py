@@ -219,6 +219,68 @@ def test_a_bad_option_fails_before_anything_is_built(collection, tmp_path, optio
     assert not (tmp_path / 'work').exists()
 
 
+@pytest.mark.parametrize(('file', 'line', 'message'), [
+    ('queries.tsv', 'mended\t\n', r"queries\.tsv line 17: query 'mended' has no text"),
+    ('qrels.txt', 'q1 0 d1\n', r'qrels\.txt line \d+: expected'),
+])
+def test_a_bad_query_or_judgement_fails_before_anything_is_built(collection, tmp_path, file, line, message):
+    root, dataset, _ = collection
+    folder = tmp_path / 'collection'
+    shutil.copytree(root / 'collection', folder)
+    good = (folder / file).read_text()
+    (folder / file).write_text(good + line)
+    with pytest.raises(ValueError, match=message):
+        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
+                      reranker=SPEC, systems=['BM25'])
+    assert not (tmp_path / 'work').exists()
+    # mended as the message says, the documents' workdir is reused as it is: nothing is built again
+    (folder / file).write_text(good)
+    stamps = {str(p): p.stat().st_mtime_ns for p in (root / 'work').rglob('*')}
+    table = garen.compare(garen.LocalDataset(folder), workdir=root / 'work', budget=30, navigator='vote',
+                          reranker=SPEC, systems=['BM25', 'GAREN'])
+    assert {str(p): p.stat().st_mtime_ns for p in (root / 'work').rglob('*')} == stamps
+    _assert_rows(table, _expected({n: p for n, p in _pipelines(collection[2]).items() if n in ('BM25', 'GAREN')},
+                                  dataset.get_topics(), garen.evaluation_qrels(dataset)))
+
+
+def _unmatched(root, folder, count):
+    """A copy of the collection whose first ``count`` queries share no term with any document."""
+    shutil.copytree(root / 'collection', folder)
+    lines = (folder / 'queries.tsv').read_text().splitlines()
+    (folder / 'queries.tsv').write_text(''.join(
+        (line.split('\t')[0] + '\tzzqx yywv\n') if i < count else line + '\n' for i, line in enumerate(lines)))
+    return garen.LocalDataset(folder), [line.split('\t')[0] for line in lines[:count]]
+
+
+def test_queries_the_first_stage_finds_nothing_for_are_warned_about_and_score_zero(collection, tmp_path):
+    root, _, prepared = collection
+    dataset, lost = _unmatched(root, tmp_path / 'collection', 3)
+    message = (rf"^compare: the first stage finds no document for 3 of the 16 queries \(e\.g\. qid '{lost[0]}', "
+               r"'zzqx yywv'\); every system starts from it, so these queries are absent from every run and score 0 "
+               r"for all of them$")
+    with pytest.warns(UserWarning, match=message):
+        table = garen.compare(dataset, workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
+                              systems=['BM25', 'GAREN'])
+    pipes = {n: p for n, p in _pipelines(prepared).items() if n in ('BM25', 'GAREN')}
+    _assert_rows(table, _expected(pipes, dataset.get_topics(), garen.evaluation_qrels(dataset)))
+    # what those three queries cost: the same rows over the other 13, scaled by 13/16
+    rest = dataset.get_topics()
+    rest = rest[~rest.qid.isin(lost)]
+    qrels = garen.evaluation_qrels(dataset)
+    alone = _expected(pipes, rest, qrels[~qrels.qid.isin(lost)])
+    for name, row in table.set_index('name').iterrows():
+        assert row['nDCG@10'] == pytest.approx(alone.loc[name, 'nDCG@10'] * 13 / 16, abs=1e-12)
+
+
+def test_a_comparison_the_first_stage_finds_nothing_for_is_refused(collection, tmp_path):
+    root, _, _ = collection
+    dataset, lost = _unmatched(root, tmp_path / 'collection', 16)
+    with pytest.raises(ValueError, match=rf"^compare: the first stage finds no document for any of the 16 queries "
+                                         rf"\(e\.g\. qid '{lost[0]}', 'zzqx yywv'\), so every system would return "
+                                         r"nothing: .* check that queries and documents are in the same language"):
+        garen.compare(dataset, workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC, systems=['BM25'])
+
+
 def test_excluded_documents_leave_every_row(collection, tmp_path, capfd):
     root, dataset, prepared = collection
     folder = tmp_path / 'collection'

@@ -473,6 +473,18 @@ def test_the_fingerprint_byte_for_byte(tmp_path):
                                          'collection.json': b'{"relevance": "binary"}'})
 
 
+def test_the_corpus_fingerprint_is_the_documents_file_alone(tmp_path):
+    """What the workdir is named by: the same layout as the fingerprint, over docs.jsonl only."""
+    ds = _write(tmp_path / 'a', qrels=b'q1 0 d1 1\n', declaration=b'{"relevance": "binary"}')
+    by_hand = hashlib.sha256(b'docs.jsonl\0' + DOC + b'\0').hexdigest()
+    assert ds.corpus_fingerprint() == by_hand
+    assert ds.corpus_fingerprint() != ds.fingerprint()
+    mended = [_write(tmp_path / 'q', queries=b'q1\thello!\n'), _write(tmp_path / 'r', qrels=b'q1 0 d1 2\n'),
+              _write(tmp_path / 'n', qrels=None), _write(tmp_path / 'j', declaration=b'{}')]
+    assert {m.corpus_fingerprint() for m in mended} == {by_hand}
+    assert _write(tmp_path / 'd', docs=DOC + b'\n').corpus_fingerprint() != by_hand
+
+
 def test_the_fingerprint_follows_content_only(tmp_path):
     base = _write(tmp_path / 'a').fingerprint()
     assert _write(tmp_path / 'other-name').fingerprint() == base  # not the folder's name

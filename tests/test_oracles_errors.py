@@ -231,3 +231,23 @@ def test_each_warning_once_puts_the_display_back():
         fail()
     assert inside[0] is not before
     assert warnings.showwarning is before
+
+
+def test_an_example_script_reports_a_bad_collection_in_one_line_before_building(tmp_path):
+    """The scripts a collection is checked with (examples/strength_sweep.py) end a user error as the command line
+    does: one line, exit status 2, and, for a bad query line, before any offline step has made the workdir."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    folder = tmp_path / 'c'
+    folder.mkdir()
+    (folder / 'docs.jsonl').write_text('{"docno": "d1", "text": "wing flow"}\n{"docno": "d2", "text": "heat"}\n')
+    (folder / 'queries.tsv').write_text('q1\twing\nq2\t\n')
+    (folder / 'qrels.txt').write_text('q1 0 d1 1\n')
+    script = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
+    done = subprocess.run([sys.executable, str(script), '--dataset', str(folder), '--workdir', str(tmp_path / 'w'),
+                           '--out', str(tmp_path / 'x.csv')], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr == (f"error: {folder / 'queries.tsv'} line 2: query 'q2' has no text; remove the line or add "
+                           'the query text\n')
+    assert not (tmp_path / 'w').exists()

@@ -160,7 +160,7 @@ def test_dataset_name_falls_back_to_str():
 def test_a_new_workdir_is_created_and_recorded(tmp_path):
     work = tmp_path / 'a' / 'b' / 'w'  # parents are made too
     assert _check_workdir(work, FP, 'tiny') is True
-    assert _manifest(work) == {'collection': 'tiny', 'collection_sha256': FP, 'created': True}
+    assert _manifest(work) == {'collection': 'tiny', 'corpus_sha256': FP, 'created': True}
     assert _listing(work) == ['prepare.json']  # the lock is gone
 
 
@@ -176,7 +176,7 @@ def test_an_existing_folder_with_the_users_files_is_not_owned(tmp_path):
     work.mkdir()
     (work / 'notes.txt').write_text('mine')
     assert _check_workdir(work, FP, 'tiny') is False
-    assert _manifest(work) == {'collection': 'tiny', 'collection_sha256': FP, 'created': False}
+    assert _manifest(work) == {'collection': 'tiny', 'corpus_sha256': FP, 'created': False}
     assert (work / 'notes.txt').read_text() == 'mine'
     assert _listing(work) == ['notes.txt', 'prepare.json']
     assert _check_workdir(work, FP, 'tiny') is False  # and stays so
@@ -217,7 +217,7 @@ def test_a_symlinked_workdir_of_the_users_is_not_owned(tmp_path):
 def test_a_recorded_workdir_is_reused_without_writing(tmp_path, created):
     work = tmp_path / 'w'
     work.mkdir()
-    text = json.dumps({'collection': 'x', 'collection_sha256': FP, 'created': created})
+    text = json.dumps({'collection': 'x', 'corpus_sha256': FP, 'created': created})
     (work / 'prepare.json').write_text(text)
     (work / 'notes.txt').write_text('mine')
     os.utime(work / 'prepare.json', (1_000_000, 1_000_000))
@@ -228,9 +228,9 @@ def test_a_recorded_workdir_is_reused_without_writing(tmp_path, created):
 
 
 def _refusal(work, collection, stored):
-    return (f'{work} holds artifacts prepared for another collection ({collection}, fingerprint {stored}; this '
-            f'one is aaaaaaaaaaaa); its artifacts are not reused: pass another workdir, or delete that one to '
-            f'rebuild there')
+    return (f'{work} holds artifacts prepared for other documents ({collection}, fingerprint {stored}; these '
+            f'documents are aaaaaaaaaaaa); its artifacts are not reused: pass another workdir, or delete that one '
+            f'to rebuild there')
 
 
 def test_a_workdir_of_another_collection_is_refused(tmp_path):
@@ -239,7 +239,51 @@ def test_a_workdir_of_another_collection_is_refused(tmp_path):
     with pytest.raises(FileExistsError) as refused:
         _check_workdir(work, FP, 'tiny')
     assert str(refused.value) == _refusal(work, 'scifact', '0123456789ab')
-    assert _manifest(work)['collection_sha256'] == OTHER  # untouched
+    assert _manifest(work)['corpus_sha256'] == OTHER  # untouched
+
+
+class _Earlier:
+    """The key an earlier version recorded (all of a collection's files), counting how often it is asked for."""
+
+    def __init__(self, value):
+        self.value, self.calls = value, 0
+
+    def __call__(self):
+        self.calls += 1
+        return self.value
+
+
+@pytest.mark.parametrize(('stored', 'earlier', 'asked'), [
+    ({'corpus_sha256': FP}, OTHER, 0),  # today's record: the earlier key is not computed
+    ({'collection_sha256': FP}, OTHER, 0),  # an earlier record of a dataset keyed by its documents anyway
+    ({'collection_sha256': OTHER}, OTHER, 1),  # an earlier record of these very files
+    ({'collection_sha256': FP, 'corpus_sha256': FP}, None, 0),
+])
+def test_a_workdir_of_these_documents_is_reused_whichever_version_recorded_it(tmp_path, stored, earlier, asked):
+    work = tmp_path / 'w'
+    work.mkdir()
+    text = json.dumps({'collection': 'x', **stored, 'created': True})
+    (work / 'prepare.json').write_text(text)
+    key = _Earlier(earlier)
+    assert _check_workdir(work, FP, 'tiny', key if earlier else None) is True
+    assert key.calls == asked
+    assert (work / 'prepare.json').read_text() == text  # an earlier record is read as it is, never rewritten
+
+
+@pytest.mark.parametrize(('stored', 'earlier', 'shown'), [
+    ({'corpus_sha256': OTHER}, OTHER, '0123456789ab'),  # today's record of other documents
+    ({'corpus_sha256': OTHER, 'collection_sha256': FP}, None, '0123456789ab'),  # today's key decides
+    ({'collection_sha256': OTHER}, FP[:-1] + 'b', '0123456789ab'),  # the files changed since
+    ({'collection_sha256': OTHER}, None, '0123456789ab'),  # no earlier key to compare with
+    ({'corpus_sha256': None, 'collection_sha256': FP}, None, 'None'),
+])
+def test_a_workdir_of_other_documents_is_refused_whichever_version_recorded_it(tmp_path, stored, earlier, shown):
+    work = tmp_path / 'w'
+    work.mkdir()
+    (work / 'prepare.json').write_text(json.dumps({'collection': 'x', **stored, 'created': True}))
+    with pytest.raises(FileExistsError) as refused:
+        _check_workdir(work, FP, 'tiny', _Earlier(earlier) if earlier else None)
+    assert str(refused.value) == _refusal(work, 'x', shown)
 
 
 @pytest.mark.parametrize('text', ['{not json', '[1, 2]', '"aaaa"', 'null', '', '{"collection": "x"}'])
@@ -255,14 +299,14 @@ def test_a_damaged_manifest_is_another_collection(tmp_path, text):
 
 
 @pytest.mark.parametrize(('stored', 'owned'), [
-    ({'collection_sha256': FP}, False),  # no 'created': not owned
-    ({'collection_sha256': FP, 'created': True}, True),
-    ({'collection_sha256': FP, 'created': None}, False),
+    ({'corpus_sha256': FP}, False),  # no 'created': not owned
+    ({'corpus_sha256': FP, 'created': True}, True),
+    ({'corpus_sha256': FP, 'created': None}, False),
     # hand-edited: only the boolean prepare writes counts; anything else leaves the user's folders alone
-    ({'collection_sha256': FP, 'created': 1}, False),
-    ({'collection_sha256': FP, 'created': 'false'}, False),
-    ({'collection_sha256': FP, 'created': 'true'}, False),
-    ({'collection_sha256': FP, 'created': [True]}, False),
+    ({'corpus_sha256': FP, 'created': 1}, False),
+    ({'corpus_sha256': FP, 'created': 'false'}, False),
+    ({'corpus_sha256': FP, 'created': 'true'}, False),
+    ({'corpus_sha256': FP, 'created': [True]}, False),
 ])
 def test_check_manifest_returns_created(tmp_path, stored, owned):
     (tmp_path / 'prepare.json').write_text(json.dumps(stored))
@@ -271,7 +315,7 @@ def test_check_manifest_returns_created(tmp_path, stored, owned):
 
 def test_a_manifest_that_cannot_be_read_is_a_resource_error(tmp_path, monkeypatch):
     manifest = tmp_path / 'prepare.json'
-    manifest.write_text(json.dumps({'collection_sha256': FP, 'created': True}))
+    manifest.write_text(json.dumps({'corpus_sha256': FP, 'created': True}))
 
     def refused(self, *args, **kwargs):
         raise PermissionError(errno.EACCES, 'Permission denied', str(self))
@@ -316,7 +360,7 @@ def test_the_lock_file_is_made_with_mode_644(tmp_path, monkeypatch, umask):
 @pytest.mark.parametrize('created', [True, False])
 def test_a_manifest_written_while_waiting_for_the_lock_is_the_answer(tmp_path, monkeypatch, created):
     work = tmp_path / 'w'
-    text = json.dumps({'collection': 'x', 'collection_sha256': FP, 'created': created})
+    text = json.dumps({'collection': 'x', 'corpus_sha256': FP, 'created': created})
     _while_locked(monkeypatch, lambda fd: (work / 'prepare.json').write_text(text))
     assert _check_workdir(work, FP, 'tiny') is created
     assert (work / 'prepare.json').read_text() == text  # not rewritten
@@ -325,7 +369,7 @@ def test_a_manifest_written_while_waiting_for_the_lock_is_the_answer(tmp_path, m
 
 def test_a_manifest_of_another_collection_written_while_waiting_is_refused(tmp_path, monkeypatch):
     work = tmp_path / 'w'
-    text = json.dumps({'collection': 'scifact', 'collection_sha256': OTHER, 'created': True})
+    text = json.dumps({'collection': 'scifact', 'corpus_sha256': OTHER, 'created': True})
     _while_locked(monkeypatch, lambda fd: (work / 'prepare.json').write_text(text))
     with pytest.raises(FileExistsError) as refused:
         _check_workdir(work, FP, 'tiny')
@@ -751,5 +795,5 @@ def test_strip_suffix(name, stripped):
 
 
 def test_the_modules_say_what_they_export():
-    assert _prepare.__all__ == ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint']
+    assert _prepare.__all__ == ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint', 'corpus_fingerprint']
     assert _sharing.__all__ == ['load_package', 'hub_errors', 'OFFLINE_ROUTE']

@@ -7,6 +7,7 @@ what the sweep hands them can be seen and no model is loaded.
 """
 import dataclasses
 import math
+import re
 import shutil
 import warnings
 
@@ -380,3 +381,47 @@ def test_each_warning_of_the_runs_is_shown_once(small):
     # four runs of the loop (two sigmas, two partitions) build the systems, each time with the same advice
     assert below == ['budget=10 is below the window of 20 documents: GAR, SlideGAR, RGS and GAREN then only re-rank '
                      'the first-stage top 10 (no adaptive step); use a budget of at least 20, e.g. 100 as in the paper']
+
+
+def _unmatched(root, folder, count):
+    """A copy of the collection whose first ``count`` queries share no term with any document."""
+    shutil.copytree(root / 'collection', folder)
+    lines = (folder / 'queries.tsv').read_text().splitlines()
+    (folder / 'queries.tsv').write_text(''.join(
+        (line.split('\t')[0] + '\tzzqx yywv\n') if i < count else line + '\n' for i, line in enumerate(lines)))
+    return garen.LocalDataset(folder), lines[0].split('\t')[0]
+
+
+def test_queries_the_first_stage_finds_nothing_for_are_said_once_and_score_zero(small, tmp_path):
+    root, prepared = small
+    dataset, first = _unmatched(root, tmp_path / 'collection', 3)
+    # the documents are the collection's: its workdir serves the copy as it is (the workdir is the documents')
+    mine = garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
+    message = (rf"^strength_sweep: the first stage finds no document for 3 of the 16 queries \(e\.g\. qid "
+               rf"'{first}', 'zzqx yywv'\); every system starts from it, so these queries are absent from every run "
+               r"and score 0 for all of them$")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        table, perquery = analysis.strength_sweep(mine, systems=['Rerank', 'GAREN'], budget=40,
+                                                  **{**ONE, 'partition_seeds': (42, 43)})
+    said = [str(w.message) for w in caught if 'finds no document' in str(w.message)]
+    assert len(said) == 1  # once for the sweep, not for each run
+    assert re.match(message, said[0])
+    qrels = garen.evaluation_qrels(dataset)
+    qids = _judged(dataset, qrels)
+    _assert_cell(_cell(table, 'Rerank', partition_seed=43),
+                 _by_hand(mine, SlidingWindowReranker(SimulatedReranker(qrels, noise=0.5, seed=0), budget=40), qids))
+    lost = [line.split('\t')[0] for line in (tmp_path / 'collection' / 'queries.tsv').read_text().splitlines()[:3]]
+    silent = perquery[perquery.qid.astype(str).isin(lost)]
+    assert len(silent) == 3 * 2 * 2  # three queries, two systems, two partitions
+    assert (silent[['nDCG@10', 'R@100']] == 0).all().all()
+
+
+def test_a_sweep_the_first_stage_finds_nothing_for_is_refused(small, tmp_path):
+    root, _ = small
+    dataset, first = _unmatched(root, tmp_path / 'collection', 16)
+    mine = garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
+    with pytest.raises(ValueError, match=rf"^strength_sweep: the first stage finds no document for any of the 16 "
+                                         rf"queries \(e\.g\. qid '{first}', 'zzqx yywv'\), so every system would "
+                                         r"return nothing: no query shares an indexed term with the documents"):
+        analysis.strength_sweep(mine, systems=['Rerank'], budget=40, **ONE)

@@ -222,9 +222,9 @@ def test_two_prepares_started_at_once_on_a_fresh_workdir(tiny, tmp_path, monkeyp
     record the workdir as not created by prepare."""
     import tempfile
 
-    from pyterrier_garen._prepare import _check_workdir, collection_fingerprint
+    from pyterrier_garen._prepare import _check_workdir, corpus_fingerprint
     work = tmp_path / 'w'
-    fingerprint = collection_fingerprint(tiny)
+    fingerprint = corpus_fingerprint(tiny)
     real = tempfile.mkstemp
     first_inside, second_arrived = threading.Event(), threading.Event()
     order = []
@@ -273,3 +273,71 @@ def test_error_line_starts_a_line_of_its_own_after_a_progress_bar(capsys):
     line = [text for text in err.replace('\r', '\n').split('\n') if 'error:' in text]
     assert line == ['error: the input is bad; fix it']
     assert err[:err.index('error:')].endswith('\n')  # the bar's line was ended first
+
+
+# -- the workdir is the documents' ------------------------------------------------------------------------------
+def _cache_listing(cache):
+    return sorted(p.name for p in cache.iterdir())
+
+
+def test_mending_queries_or_judgements_keeps_the_workdir_and_its_artifacts(tmp_path, monkeypatch):
+    """The error messages of LocalDataset tell a user to mend a query line or a judgement; doing so must not cost a
+    rebuild (with LLM summaries, hours) nor refuse the workdir given before."""
+    from pyterrier_garen._prepare import _dataset_name
+    cache = tmp_path / 'cache'
+    monkeypatch.setenv('GAREN_CACHE', str(cache))
+    folder = tmp_path / 'c'
+    dataset = make_synthetic(folder, docs_per_topic=6, queries_per_topic=1)
+    first = prepare(dataset, graph='bm25', vectors=False, k=3)
+    assert first.workdir == cache / f'{_dataset_name(dataset)}-{dataset.corpus_fingerprint()[:12]}'
+    assert json.loads((first.workdir / 'prepare.json').read_text()) == {
+        'collection': _dataset_name(dataset), 'corpus_sha256': dataset.corpus_fingerprint(), 'created': True}
+    def stamps():
+        return {str(p.relative_to(first.workdir)): p.stat().st_mtime_ns for p in first.workdir.rglob('*')}
+    built = stamps()
+    before = dataset.fingerprint()
+    with open(folder / 'queries.tsv', 'a') as out:
+        out.write('mended\tanother query\n')
+    with open(folder / 'qrels.txt', 'a') as out:
+        out.write('mended 0 ' + next(dataset.get_corpus_iter(verbose=False))['docno'] + ' 1\n')
+    (folder / 'collection.json').write_text('{"relevance": "binary"}')
+    mended = LocalDataset(folder)
+    assert mended.fingerprint() != before
+    assert prepare(mended, graph='bm25', vectors=False, k=3).workdir == first.workdir
+    assert prepare(mended, first.workdir, graph='bm25', vectors=False, k=3).workdir == first.workdir
+    assert stamps() == built  # nothing rebuilt or rewritten
+    assert _cache_listing(cache) == [first.workdir.name]
+    # other documents are another collection: refused in that workdir, their own folder by default
+    with open(folder / 'docs.jsonl', 'a') as out:
+        out.write('{"docno": "extra", "text": "one more document"}\n')
+    changed = LocalDataset(folder)
+    with pytest.raises(FileExistsError, match='holds artifacts prepared for other documents'):
+        prepare(changed, first.workdir, graph='bm25', vectors=False, k=3)
+    assert prepare(changed, graph='bm25', vectors=False, k=3).workdir.name.endswith(
+        changed.corpus_fingerprint()[:12])
+    assert len(_cache_listing(cache)) == 2
+
+
+def test_a_default_workdir_an_earlier_version_named_is_still_found(tmp_path, monkeypatch):
+    """Earlier versions named the default workdir by all of a collection's files and recorded that key: while those
+    files are unchanged, the folder is found and reused as it is."""
+    from pyterrier_garen._prepare import _dataset_name
+    cache = tmp_path / 'cache'
+    monkeypatch.setenv('GAREN_CACHE', str(cache))
+    folder = tmp_path / 'c'
+    dataset = make_synthetic(folder, docs_per_topic=6, queries_per_topic=1)
+    name = _dataset_name(dataset)
+    earlier = cache / f'{name}-{dataset.fingerprint()[:12]}'
+    prepare(dataset, earlier, graph='bm25', vectors=False, k=3)
+    record = json.dumps({'collection': name, 'collection_sha256': dataset.fingerprint(), 'created': True})
+    (earlier / 'prepare.json').write_text(record)  # as an earlier version wrote it
+    assert prepare(dataset, graph='bm25', vectors=False, k=3).workdir == earlier
+    assert (earlier / 'prepare.json').read_text() == record
+    assert _cache_listing(cache) == [earlier.name]
+    # once a query is mended the earlier key no longer matches: the folder of today's key is made
+    with open(folder / 'queries.tsv', 'a') as out:
+        out.write('mended\tanother query\n')
+    again = prepare(LocalDataset(folder), graph='bm25', vectors=False, k=3)
+    assert again.workdir == cache / f'{name}-{dataset.corpus_fingerprint()[:12]}'
+    assert _cache_listing(cache) == sorted([earlier.name, again.workdir.name])
+    assert (earlier / 'prepare.json').read_text() == record  # the earlier folder is left as it was
