@@ -111,7 +111,13 @@ class LocalDataset(pt.datasets.Dataset):
                                     'docs.jsonl, queries.tsv and qrels.txt (or set $GAREN_DATA)')
         for name in ('docs.jsonl', 'queries.tsv'):
             if not (self.path / name).is_file():
-                raise FileNotFoundError(f'{name} is missing from the collection folder {str(self.path)!r}')
+                beir = (self.path / 'corpus.jsonl').is_file() or (self.path / 'queries.jsonl').is_file()
+                raise FileNotFoundError(
+                    f'{name} is missing from the collection folder {str(self.path)!r}; '
+                    + ("it is laid out as BEIR's (corpus.jsonl, queries.jsonl, qrels/): write its documents as "
+                       'docs.jsonl ("_id" renamed "docno"), its queries as queries.tsv ("qid<TAB>query") and its '
+                       'judgements as qrels.txt ("qid 0 docno label"), or load it as irds:beir/<name>' if beir else
+                       'a collection folder holds docs.jsonl, queries.tsv and qrels.txt'))
 
     def __repr__(self):
         return f'LocalDataset({str(self.path)!r})'
@@ -137,8 +143,10 @@ class LocalDataset(pt.datasets.Dataset):
                                  f'{_json_type(doc)}')
             docno = doc.get('docno')
             if isinstance(docno, bool) or not isinstance(docno, (str, int)):
+                other = [key for key in ('_id', 'doc_id', 'id', 'docid') if key in doc] if 'docno' not in doc else []
+                hint = f' (this line has "{other[0]}": rename that field to "docno")' if other else ''
                 raise ValueError(f'{where}: a document needs a "docno" string (or integer), got '
-                                 f'{"a " + _json_type(docno) if "docno" in doc else "none"}')
+                                 f'{"a " + _json_type(docno) if "docno" in doc else "none"}{hint}')
             out = {'docno': _check_id(str(docno).strip() if isinstance(docno, str) else str(docno), 'docno', where),
                    'text': _text_field(doc, 'text', where)}
             if 'title' in doc:

@@ -52,6 +52,18 @@ def _quiet_qrels(ds, **kwargs):
 
 
 # -- the folder -------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize('present', [['corpus.jsonl'], ['queries.jsonl'], ['corpus.jsonl', 'queries.jsonl']])
+def test_a_folder_laid_out_as_beirs_is_told_how_to_convert(tmp_path, present):
+    for name in present:
+        (tmp_path / name).write_text('{"_id": "d1", "text": "a"}\n')
+    with pytest.raises(FileNotFoundError) as caught:
+        LocalDataset(tmp_path)
+    assert str(caught.value) == (f"docs.jsonl is missing from the collection folder '{tmp_path}'; it is laid out as "
+                                 "BEIR's (corpus.jsonl, queries.jsonl, qrels/): write its documents as docs.jsonl "
+                                 '("_id" renamed "docno"), its queries as queries.tsv ("qid<TAB>query") and its '
+                                 'judgements as qrels.txt ("qid 0 docno label"), or load it as irds:beir/<name>')
+
+
 def test_a_missing_folder_or_file_is_named(tmp_path):
     with pytest.raises(FileNotFoundError) as caught:
         LocalDataset(str(tmp_path / 'nope'))
@@ -61,12 +73,14 @@ def test_a_missing_folder_or_file_is_named(tmp_path):
     (tmp_path / 'c' / 'queries.tsv').write_text('q1\thello\n')
     with pytest.raises(FileNotFoundError) as caught:
         LocalDataset(tmp_path / 'c')
-    assert str(caught.value) == f"docs.jsonl is missing from the collection folder '{tmp_path / 'c'}'"
+    assert str(caught.value) == (f"docs.jsonl is missing from the collection folder '{tmp_path / 'c'}'; a "
+                                 'collection folder holds docs.jsonl, queries.tsv and qrels.txt')
     (tmp_path / 'c' / 'queries.tsv').unlink()
     (tmp_path / 'c' / 'docs.jsonl').write_bytes(DOC)
     with pytest.raises(FileNotFoundError) as caught:
         LocalDataset(tmp_path / 'c')
-    assert str(caught.value) == f"queries.tsv is missing from the collection folder '{tmp_path / 'c'}'"
+    assert str(caught.value) == (f"queries.tsv is missing from the collection folder '{tmp_path / 'c'}'; a "
+                                 'collection folder holds docs.jsonl, queries.tsv and qrels.txt')
     (tmp_path / 'c' / 'queries.tsv').mkdir()  # a folder of that name is not the file
     with pytest.raises(FileNotFoundError, match='queries.tsv is missing'):
         LocalDataset(tmp_path / 'c')
@@ -216,6 +230,12 @@ def test_the_corpus_iterator_with_and_without_a_progress_bar(tmp_path, capsys):
     (b'null', 'expected a JSON object like {"docno": "d1", "text": "..."}, got a null'),
     (b'false', 'expected a JSON object like {"docno": "d1", "text": "..."}, got a boolean'),
     (b'{"text": "b"}', 'a document needs a "docno" string (or integer), got none'),
+    # another collection's name for it (BEIR's corpus.jsonl: "_id") is pointed at, the first of several
+    (b'{"_id": "d2", "text": "b"}', 'a document needs a "docno" string (or integer), got none (this line has '
+                                    '"_id": rename that field to "docno")'),
+    (b'{"id": 2, "docid": "x", "text": "b"}', 'a document needs a "docno" string (or integer), got none (this line '
+                                              'has "id": rename that field to "docno")'),
+    (b'{"docno": null, "_id": "d2", "text": "b"}', 'a document needs a "docno" string (or integer), got a null'),
     (b'{"docno": null, "text": "b"}', 'a document needs a "docno" string (or integer), got a null'),
     (b'{"docno": true, "text": "b"}', 'a document needs a "docno" string (or integer), got a boolean'),
     (b'{"docno": 2.0, "text": "b"}', 'a document needs a "docno" string (or integer), got a number'),
