@@ -292,7 +292,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                       'document (a label above 0), so every measure is 0 and no system can be told from another; '
                       'check the qrels (relevant documents need a positive label)', stacklevel=2)
     prepared = prepare(dataset, workdir, verbose=verbose)
-    check_first_stage(bm25_first_stage(prepared)(topics), topics, context='compare')
+    judged = topics[topics.qid.astype(str).isin(set(qrels.qid.astype(str)))]  # what the measures are over
+    check_first_stage(bm25_first_stage(prepared)(judged), judged, context='compare')
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
     reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
