@@ -103,6 +103,6 @@ def recall(run, relevant, depth):
 
 
 if __name__ == '__main__':
-    from pyterrier_garen._errors import command_errors
+    from pyterrier_garen import command_errors
     with command_errors():  # a bad collection or option: one line 'error: ...', exit status 2
         main()

@@ -47,6 +47,7 @@ _EXPORTS = {
     'write_sidecar': '._provenance',  # FILE.json beside a result file: its command, code, packages, SHA-256
     'read_sidecar': '._provenance',
     'command_line': '._provenance',
+    'command_errors': '._errors',  # around a script's work: a user error as one line 'error: ...', exit status 2
     'collection_fingerprint': '._prepare',  # the SHA-256 of a collection's content (what a result was measured on)
     'corpus_fingerprint': '._prepare',  # the SHA-256 of its documents, which names its workdir
     'format_comparison': '._compare',
