@@ -24,6 +24,8 @@ DATA_ENV = 'GAREN_DATA'
 _CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')  # control characters a query must not carry
 DECLARATION = 'collection.json'
 _INTEGER = re.compile('[-+]?[0-9]+')  # a relevance label: ASCII digits only
+_GRADES = ('write relevance labels as small integer grades (0 or below: not relevant; 1, 2, ...: relevant), '
+           'as trec_eval reads them')
 
 # Collections whose relevance codes are known not to be gains, recognised by the SHA-256 of their qrels.txt (so a
 # different collection in a folder of the same name is not affected). Cranfield's codes 1..4 rank 1 = "complete
@@ -294,8 +296,10 @@ class LocalDataset(pt.datasets.Dataset):
             if len(parts) != 4:
                 raise ValueError(f'{where}: expected "qid 0 docno relevance", got {line.strip()[:80]!r}')
             if not _INTEGER.fullmatch(parts[3]):  # int() alone would read '1_0' as 10 and a full-width '３' as 3
-                raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer')
+                raise ValueError(f'{where}: relevance {parts[3]!r} is not an integer; {_GRADES}')
             label = int(parts[3])
+            if not -2 ** 31 <= label < 2 ** 31:  # trec_eval and ir_measures read a label into a C int
+                raise ValueError(f'{where}: relevance {parts[3]!r} is out of range; {_GRADES}')
             key = (_check_id(parts[0], 'qid', where), _check_id(parts[2], 'docno', where))
             if key in seen:
                 raise ValueError(f'{where}: qid {parts[0]!r} judges docno {parts[2]!r} again (first on line '

@@ -367,16 +367,23 @@ def test_qrels_labels_are_kept_as_stored(tmp_path):
     assert _quiet_qrels(ds, variant='test', binary=False).label.tolist() == [3, -100, -1, 0, 2, 1]
 
 
+GRADES = ('write relevance labels as small integer grades (0 or below: not relevant; 1, 2, ...: relevant), as '
+          'trec_eval reads them')
+
+
 @pytest.mark.parametrize(('line', 'problem'), [
     (b'q1 0 d2', "expected \"qid 0 docno relevance\", got 'q1 0 d2'"),
     (b'  q1 0 d2 1 extra  ', "expected \"qid 0 docno relevance\", got 'q1 0 d2 1 extra'"),
     (b'q1 0 d2 1 ' + b'z' * 90, "expected \"qid 0 docno relevance\", got 'q1 0 d2 1 " + 'z' * 70 + "'"),
-    (b'q1 0 d2 x', "relevance 'x' is not an integer"),
-    (b'q1 0 d2 1.0', "relevance '1.0' is not an integer"),
-    (b'q1 0 d2 1_0', "relevance '1_0' is not an integer"),  # int() alone reads 10: mended in this run
-    (b'q1 0 d2 \xef\xbc\x93', "relevance '\uff13' is not an integer"),  # a full-width 3: int() alone reads 3
-    (b'q1 0 d2 --1', "relevance '--1' is not an integer"),
-    (b'q1 0 d2 1-', "relevance '1-' is not an integer"),
+    (b'q1 0 d2 x', "relevance 'x' is not an integer; " + GRADES),
+    (b'q1 0 d2 1.0', "relevance '1.0' is not an integer; " + GRADES),
+    (b'q1 0 d2 1_0', "relevance '1_0' is not an integer; " + GRADES),  # int() alone reads 10: mended in this run
+    (b'q1 0 d2 \xef\xbc\x93', "relevance '\uff13' is not an integer; " + GRADES),  # a full-width 3: int() alone reads 3
+    (b'q1 0 d2 --1', "relevance '--1' is not an integer; " + GRADES),
+    (b'q1 0 d2 1-', "relevance '1-' is not an integer; " + GRADES),
+    (b'q1 0 d2 2147483648', "relevance '2147483648' is out of range; " + GRADES),  # 2 ** 31
+    (b'q1 0 d2 -2147483649', "relevance '-2147483649' is out of range; " + GRADES),
+    (b'q1 0 d2 99999999999999999999', "relevance '99999999999999999999' is out of range; " + GRADES),
     (b'q1 X d1 0', "qid 'q1' judges docno 'd1' again (first on line 1); keep one judgement per pair"),
 ])
 def test_each_malformed_qrels_line_is_named(tmp_path, line, problem):
@@ -814,3 +821,9 @@ def test_a_file_that_cannot_be_read_is_named_with_the_fix(tmp_path, monkeypatch)
 def test_only_line_ends_are_stripped_from_a_line(tmp_path):
     dataset = _write(tmp_path / 'c', queries=b'q1\tmalcolm X\r\nq2\tXX\n')
     assert dataset.get_topics()['query'].tolist() == ['malcolm X', 'XX']
+
+
+def test_the_widest_labels_a_c_int_holds_are_read(tmp_path):
+    ds = _write(tmp_path, docs=DOC + b'{"docno": "d2", "text": "b"}\n',
+                qrels=b'q1 0 d1 2147483647\nq1 0 d2 -2147483648\n')
+    assert _quiet_qrels(ds).label.tolist() == [2 ** 31 - 1, -2 ** 31]
