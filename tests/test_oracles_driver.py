@@ -224,3 +224,55 @@ def test_window_loop_records_each_window_and_returns_the_last_ranked_one():
     assert state.observed == {'a': 1, 'b': 1, 'c': 1, 'x': 2, 'y': 2}
     # no first-stage document: no request, an empty last window
     assert drive(window_loop(QueryState([], lambda d: []), expand, window=3, keep=1, budget=10), None) == ([], [])
+
+
+# ---- check_first_stage: the queries the first stage finds nothing for
+
+
+def _topics(*pairs):
+    import pandas as pd
+    return pd.DataFrame({'qid': [q for q, _ in pairs], 'query': [t for _, t in pairs]})
+
+
+def _found(*qids):
+    import pandas as pd
+    return pd.DataFrame({'qid': list(qids), 'docno': ['d'] * len(qids), 'score': [1.0] * len(qids)})
+
+
+def test_a_first_stage_that_finds_something_for_every_query_is_silent():
+    import warnings
+
+    from pyterrier_garen._driver import check_first_stage
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')
+        check_first_stage(_found('1', '2', '2'), _topics(('1', 'a'), ('2', 'b')), context='here')
+        check_first_stage(_found(), _topics(), context='here')  # no query: nothing to say
+        check_first_stage(_found(1, 2), _topics(('1', 'a'), (2, 'b')), context='here')  # ids compared as text
+
+
+def test_the_queries_it_finds_nothing_for_are_counted_with_the_first_as_example():
+    from pyterrier_garen._driver import check_first_stage
+    long = 'w' * 70
+    def sweep():  # what calls it: the warning points at the line that called this
+        check_first_stage(_found('2'), _topics(('1', long), ('2', 'b'), ('3', 'c')), context='sweep')
+    with pytest.warns(UserWarning, match='finds no document') as caught:
+        sweep()
+    assert [str(w.message) for w in caught] == [
+        f"sweep: the first stage finds no document for 2 of the 3 queries (e.g. qid '1', '{'w' * 60}'); every system "
+        'starts from it, so these queries are absent from every run and score 0 for all of them']
+    assert caught[0].filename == __file__  # said at the caller's caller (the user's call of compare)
+    assert caught[0].lineno == sweep.__code__.co_firstlineno + 3
+
+
+def test_a_first_stage_that_finds_nothing_at_all_is_refused():
+    import pandas as pd
+
+    from pyterrier_garen._driver import check_first_stage
+    message = ("^compare: the first stage finds no document for any of the 2 queries \\(e.g. qid '7', 'x y'\\), so "
+               'every system would return nothing: no query shares an indexed term with the documents \\(after '
+               'stemming and stopword removal\\); check that queries and documents are in the same language and '
+               'that the queries file holds the query texts$')
+    with pytest.raises(ValueError, match=message):
+        check_first_stage(pd.DataFrame(), _topics(('7', 'x y'), ('8', 'z')), context='compare')
+    with pytest.raises(ValueError, match=message):
+        check_first_stage(_found('9'), _topics(('7', 'x y'), ('8', 'z')), context='compare')  # another query's
