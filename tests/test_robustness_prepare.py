@@ -70,7 +70,7 @@ def test_other_collection_in_same_workdir_is_refused(gaps, tmp_path):
     _bm25_prepare(gaps, tmp_path / 'w')
     other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'other'))
     (other.path / 'docs.jsonl').write_text((other.path / 'docs.jsonl').read_text().replace('.', ' extra.', 1))
-    with pytest.raises(FileExistsError, match='prepared for another collection'):
+    with pytest.raises(FileExistsError, match='prepared for other documents'):
         _bm25_prepare(other, tmp_path / 'w')
 
 
