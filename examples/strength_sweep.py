@@ -91,11 +91,17 @@ def main(argv=None):
 
     budget_list = args.budgets or [100 if args.budget is None else args.budget]
     flags = {'sigmas': '--sigmas', 'noise_seeds': '--noise-seeds', 'partition_seeds': '--partition-seeds',
-             'budgets': '--budgets' if args.budgets else '--budget', 'num_queries': '--queries'}
+             'budgets': '--budgets' if args.budgets else '--budget', 'num_queries': '--queries',
+             'variants': '--variant'}
+    named = [parse_variant(text)[0] for text in args.variant]
+    again = sorted({name for name in named if named.count(name) > 1})
+    if again:
+        parser.error(f'--variant {again[0]!r} is given twice; give each variant a name of its own')
     try:  # before any artifact is built
         analysis.check_sweep_arguments(sigmas=args.sigmas, noise_seeds=args.noise_seeds,
                                        partition_seeds=args.partition_seeds, budgets=budget_list,
-                                       num_queries=args.queries, names=flags)
+                                       num_queries=args.queries, names=flags,
+                                       variants=dict(map(parse_variant, args.variant)))
     except ValueError as ex:
         parser.error(str(ex))
     if args.dataset:

@@ -88,7 +88,8 @@ def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = Non
 
 def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
                           partition_seeds: Sequence[int] = (42,), budgets: Sequence[int] = (100,),
-                          num_queries: Optional[int] = None, names: Optional[Dict[str, str]] = None) -> None:
+                          num_queries: Optional[int] = None, names: Optional[Dict[str, str]] = None,
+                          variants: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
     """``ValueError`` naming the first bad argument of a sweep, before anything is built or run.
 
     Each list must be non-empty (``sigmas`` may be empty: MiniLM only) and hold each value once (a repeated value
@@ -96,8 +97,10 @@ def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence
     budgets are integers (budgets positive), the sigmas finite and non-negative, ``num_queries`` None or positive.
     ``names`` says what to call an argument in the message (a command line passes its flags, e.g.
     ``{'budgets': '--budgets'}``); by default a list is named by its parameter and one of its values in the
-    singular (``budgets repeat 50``, ``budget must be a positive integer``).
+    singular (``budgets repeat 50``, ``budget must be a positive integer``). ``variants`` are checked as
+    :func:`check_variants` does.
     """
+    check_variants(variants or {}, flag=names.get('variants', 'variant') if names else 'variant')
     names = names or {}
     checks = {'sigmas': ('sigma', lambda n, v: check_number(n, v, low=0, note='noise of the simulated reranker')),
               'noise_seeds': ('noise_seed', lambda n, v: check_int(n, v)),
@@ -116,6 +119,41 @@ def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence
                              f'value once (got {" ".join(f"{v:g}" for v in values)})')
     check_int(names.get('num_queries', 'num_queries'), num_queries, low=1, none_ok=True,
               note='None: every judged query')
+
+
+class _GroupsShape:
+    """What GAREN's constructor asks of its groups, before any artifact exists (:func:`check_variants`)."""
+
+    def group_of(self, docno):  # pragma: no cover - never called
+        raise NotImplementedError
+
+    group_members = summary = neighbours = group_of
+
+
+def check_variants(variants: Dict[str, Dict[str, Any]], *, flag: str = 'variant') -> None:
+    """``ValueError`` naming the first bad GAREN variant of a sweep, before anything is built or run.
+
+    A variant may not take a registered system's name (its row would replace that system's, under that name), and
+    its options must be GAREN's keyword options with values GAREN accepts. ``budget`` is the sweep's to set.
+    """
+    import inspect
+
+    from ._garen import GAREN
+    options = [name for name, parameter in inspect.signature(GAREN.__init__).parameters.items()
+               if parameter.kind == parameter.KEYWORD_ONLY and name != 'budget']
+    for name, kwargs in variants.items():
+        if name in _registry.SYSTEM_NAMES:
+            raise ValueError(f'{flag} {name!r} takes the name of a registered system, whose row it would replace; '
+                             'give the variant a name of its own (e.g. "GAREN-t2:tau_switch=2")')
+        unknown = [key for key in kwargs if key not in options]
+        if unknown:
+            what = ('the sweep sets it (--budgets)' if unknown[0] == 'budget' else
+                    f'GAREN has no option {unknown[0]!r}; its options are {", ".join(options)}')
+            raise ValueError(f'{flag} {name!r}: {unknown[0]!r} cannot be set here: {what}')
+        try:
+            GAREN(None, _GroupsShape(), None, **kwargs)
+        except (TypeError, ValueError) as ex:
+            raise ValueError(f'{flag} {name!r}: {ex}') from None
 
 
 def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0), noise_seeds: Sequence[int] = (0, 1),
@@ -178,7 +216,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from .datasets import remove_excluded
     budgets = [budget] if budgets is None else list(budgets)
     check_sweep_arguments(sigmas=sigmas, noise_seeds=noise_seeds, partition_seeds=partition_seeds, budgets=budgets,
-                          num_queries=num_queries)
+                          num_queries=num_queries, variants=variants)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
     if not list(sigmas) and not minilm:
         raise ValueError('no reranker to sweep: give at least one sigma, or minilm=True (MiniLM only)')

@@ -318,6 +318,23 @@ def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
     ({'partition_seeds': [43, 42, 43]}, 'partition_seeds repeat 43: give each value once (got 43 42 43)'),
     ({'partition_seeds': [42.5]}, 'partition_seed must be an integer, got 42.5'),
     ({'num_queries': 0}, 'num_queries must be a positive integer or None, got 0 (None: every judged query)'),
+    # a GAREN variant: its name must be its own, its options GAREN's, their values ones GAREN accepts
+    ({'variants': {'GAREN': {'p': 0.5}}}, "variant 'GAREN' takes the name of a registered system, whose row it would "
+                                          'replace; give the variant a name of its own (e.g. "GAREN-t2:tau_switch=2")'),
+    ({'variants': {'RGS': {}}}, "variant 'RGS' takes the name of a registered system, whose row it would replace; "
+                                'give the variant a name of its own (e.g. "GAREN-t2:tau_switch=2")'),
+    ({'variants': {'X': {'budget': 50}}}, "variant 'X': 'budget' cannot be set here: the sweep sets it (--budgets)"),
+    ({'variants': {'X': {'p': 0.5, 'tau': 2}}}, "variant 'X': 'tau' cannot be set here: GAREN has no option 'tau'; "
+                                                'its options are window, keep, group_budget, tau_switch, strategy, '
+                                                'propagate, p, alpha, evidence_weight, interleave, '
+                                                'adaptive_interleave, switch_members, fusion, tail_fusion, '
+                                                'observed_fusion, member_order, final_order, feedback, '
+                                                'link_feedback, dropped_vote, vote_weight, frontier, '
+                                                'first_stage_floor, trace, verbose'),
+    ({'variants': {'X': {'p': 1.5}}}, "variant 'X': p must be a number strictly between 0 and 1, got 1.5"),
+    ({'variants': {'ok': {'p': 0.5}, 'X': {'window': 5, 'keep': 9}}},
+     "variant 'X': keep (h=9) must be smaller than window (w=5), otherwise no new document can enter the window; "
+     'e.g. keep=2'),
 ])
 def test_sweep_arguments_are_checked_before_anything_runs(small, kwargs, message):
     """A repeated value would run one configuration twice and count its queries twice in the paired tests; zero
@@ -332,6 +349,7 @@ def test_sweep_arguments_are_checked_before_anything_runs(small, kwargs, message
         analysis.strength_sweep(prepared, systems=['GAR'], minilm=False, **full)
     analysis.check_sweep_arguments(sigmas=[], noise_seeds=[0, 1], partition_seeds=[42], budgets=[50, 100],
                                    num_queries=3)  # MiniLM only, distinct values: accepted
+    analysis.check_sweep_arguments(variants={'GAREN-t2': {'tau_switch': 2, 'final_order': 'paper'}, 'Y': {}})
 
 
 def test_cli_names_the_flag_of_a_bad_sweep_argument(small, tmp_path, capsys):
@@ -346,7 +364,10 @@ def test_cli_names_the_flag_of_a_bad_sweep_argument(small, tmp_path, capsys):
                         (['--noise-seeds', '0', '0'], '--noise-seeds repeat 0'),
                         (['--sigmas', '1', '1'], '--sigmas repeat 1'),
                         (['--budget', '0'], '--budget must be a positive integer'),
-                        (['--budget', '100', '--budgets', '200'], 'not allowed with argument --budget')]:
+                        (['--budget', '100', '--budgets', '200'], 'not allowed with argument --budget'),
+                        (['--variant', 'X:nonsense=1'], "--variant 'X': 'nonsense' cannot be set here"),
+                        (['--variant', 'GAREN+:p=0.5'], "--variant 'GAREN+' takes the name of a registered system"),
+                        (['--variant', 'X:p=0.5', '--variant', 'X:p=0.7'], "--variant 'X' is given twice")]:
         with pytest.raises(SystemExit):
             load_example().main([*args, *extra])
         assert said in capsys.readouterr().err
