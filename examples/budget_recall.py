@@ -41,7 +41,6 @@ expansions between the first stage and the groups (analysis.share_summary: per i
 query's last share, over the queries).
 """
 import argparse
-import ast
 import functools
 import operator
 import os
@@ -64,19 +63,6 @@ from pyterrier_garen.datasets import load_dataset  # noqa: E402
 SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')
 FUSION_K = 60
 HEAD = 10
-
-
-def parse_variant(text):
-    """``'NAME:key=value,...'`` -> ``(NAME, {key: value})`` (GAREN keyword arguments; values are literals)."""
-    name, _, spec = text.partition(':')
-    kwargs = {}
-    for item in filter(None, spec.split(',')):
-        key, _, value = item.partition('=')
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()
-    return name, kwargs
 
 
 def split_fusion(pipeline):
@@ -175,6 +161,10 @@ def main(argv=None):
     parser.add_argument('--shares', metavar='FILE',
                         help="CSV, appended to: the first-stage share of the adaptive_interleave searches' expansions")
     args = parser.parse_args(argv)
+    try:  # before any artifact is built
+        variants = analysis.parse_variants(args.variant)
+    except ValueError as ex:
+        parser.error(str(ex))
 
     dataset = load_dataset(args.dataset)
     prepared = garen.prepare(dataset, args.workdir)
@@ -197,7 +187,6 @@ def main(argv=None):
                  for s in args.sigmas]
     if args.minilm:
         rerankers.append(('MiniLM', minilm))
-    variants = dict(map(parse_variant, args.variant))
     for budget in args.budgets:
         for kind, reranker in rerankers:
             runs = {}

@@ -24,7 +24,6 @@ prints them, and says when the CSVs it reads were written by different code); OU
 .csv) holds every query's values, for paired tests across collections (sweep_verdict.py --paired).
 """
 import argparse
-import ast
 import os
 import sys
 import warnings
@@ -37,21 +36,6 @@ import pandas as pd  # noqa: E402
 import pyterrier_garen as garen  # noqa: E402
 from pyterrier_garen import analysis  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
-
-
-def parse_variant(text):
-    """``'NAME:key=value,key=value'`` -> ``(NAME, {key: value})``; values are Python literals."""
-    name, _, spec = text.partition(':')
-    kwargs = {}
-    for item in filter(None, spec.split(',')):
-        key, sep, value = item.partition('=')
-        if not sep:
-            raise SystemExit(f'--variant {text!r}: expected NAME:key=value,...')
-        try:
-            kwargs[key.strip()] = ast.literal_eval(value.strip())
-        except (ValueError, SyntaxError):
-            kwargs[key.strip()] = value.strip()  # a bare word, e.g. final=fusion
-    return name, kwargs
 
 
 def main(argv=None):
@@ -93,15 +77,11 @@ def main(argv=None):
     flags = {'sigmas': '--sigmas', 'noise_seeds': '--noise-seeds', 'partition_seeds': '--partition-seeds',
              'budgets': '--budgets' if args.budgets else '--budget', 'num_queries': '--queries',
              'variants': '--variant'}
-    named = [parse_variant(text)[0] for text in args.variant]
-    again = sorted({name for name in named if named.count(name) > 1})
-    if again:
-        parser.error(f'--variant {again[0]!r} is given twice; give each variant a name of its own')
     try:  # before any artifact is built
+        variants = analysis.parse_variants(args.variant)
         analysis.check_sweep_arguments(sigmas=args.sigmas, noise_seeds=args.noise_seeds,
                                        partition_seeds=args.partition_seeds, budgets=budget_list,
-                                       num_queries=args.queries, names=flags,
-                                       variants=dict(map(parse_variant, args.variant)))
+                                       num_queries=args.queries, names=flags, variants=variants)
     except ValueError as ex:
         parser.error(str(ex))
     if args.dataset:
@@ -121,7 +101,7 @@ def main(argv=None):
             table, perquery = analysis.strength_sweep(
                 prepared, sigmas=args.sigmas, noise_seeds=args.noise_seeds, partition_seeds=args.partition_seeds,
                 minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
-                navigator=args.navigator, variants=dict(map(parse_variant, args.variant)), fusion=args.fusion,
+                navigator=args.navigator, variants=variants, fusion=args.fusion,
                 final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
                 observed_fusion=args.observed_fusion, verbose=args.verbose)
         except UserWarning as ex:  # only with --strict

@@ -121,6 +121,33 @@ def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence
               note='None: every judged query')
 
 
+def parse_variants(texts: Sequence[str], *, flag: str = '--variant') -> Dict[str, Dict[str, Any]]:
+    """``['NAME:key=value,key=value', ...]`` -> ``{NAME: {key: value}}`` (a command line's GAREN variants), then
+    checked as :func:`check_variants` checks them. Values are Python literals, or a bare word as text
+    (``final_order=paper``). ``ValueError`` for an item without ``=``, an empty name or a name given twice."""
+    import ast
+    variants: Dict[str, Dict[str, Any]] = {}
+    for text in texts:
+        name, _, spec = str(text).partition(':')
+        name = name.strip()
+        if not name:
+            raise ValueError(f'{flag} {text!r}: give the variant a name, e.g. "GAREN-t2:tau_switch=2"')
+        if name in variants:
+            raise ValueError(f'{flag} {name!r} is given twice; give each variant a name of its own')
+        kwargs: Dict[str, Any] = {}
+        for item in filter(None, (part.strip() for part in spec.split(','))):
+            key, sep, value = item.partition('=')
+            if not sep or not key.strip():
+                raise ValueError(f'{flag} {text!r}: expected NAME:key=value,key=value (got {item!r})')
+            try:
+                kwargs[key.strip()] = ast.literal_eval(value.strip())
+            except (ValueError, SyntaxError):
+                kwargs[key.strip()] = value.strip()  # a bare word, e.g. final_order=paper
+        variants[name] = kwargs
+    check_variants(variants, flag=flag)
+    return variants
+
+
 class _GroupsShape:
     """What GAREN's constructor asks of its groups, before any artifact exists (:func:`check_variants`)."""
 

@@ -34,8 +34,9 @@ from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_repor
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
-from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, judged_topics, partition_groups,
-                     plot_strength_sweep, strength_sweep, sweep_plot_file, sweep_summary, sweep_tests)
+from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, check_variants, judged_topics,
+                     parse_variants, partition_groups, plot_strength_sweep, strength_sweep, sweep_plot_file,
+                     sweep_summary, sweep_tests)
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise', 'doc_hops', 'group_hops',
            'gold_hops',
@@ -43,7 +44,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'budget_curve',
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics',
-           'check_sweep_arguments', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
+           'check_sweep_arguments', 'check_variants', 'parse_variants', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
            'fusion_weight_margins', 'strength_response',

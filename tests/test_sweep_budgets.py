@@ -372,3 +372,24 @@ def test_cli_names_the_flag_of_a_bad_sweep_argument(small, tmp_path, capsys):
             load_example().main([*args, *extra])
         assert said in capsys.readouterr().err
     assert not work.exists()
+
+
+def test_variants_are_parsed_from_the_command_line_as_written():
+    parsed = analysis.parse_variants(['GAREN-t2:tau_switch=2', ' B : p = 0.7 , final_order=paper,strategy="explore" ',
+                                      'C', 'D:', 'E:propagate=False,tail_fusion=None'])
+    assert parsed == {'GAREN-t2': {'tau_switch': 2}, 'B': {'p': 0.7, 'final_order': 'paper', 'strategy': 'explore'},
+                      'C': {}, 'D': {}, 'E': {'propagate': False, 'tail_fusion': None}}
+    assert type(parsed['GAREN-t2']['tau_switch']) is int
+    assert analysis.parse_variants([]) == {}
+
+
+@pytest.mark.parametrize(('texts', 'message'), [
+    (['X:p'], "--variant 'X:p': expected NAME:key=value,key=value (got 'p')"),
+    (['X:=3'], "--variant 'X:=3': expected NAME:key=value,key=value (got '=3')"),
+    ([':p=0.5'], "--variant ':p=0.5': give the variant a name, e.g. \"GAREN-t2:tau_switch=2\""),
+    (['A:p=0.5', ' A :p=0.7'], "--variant 'A' is given twice; give each variant a name of its own"),
+    (['A:p=7'], "--variant 'A': p must be a number strictly between 0 and 1, got 7"),  # and checked
+])
+def test_a_malformed_variant_is_refused_naming_it(texts, message):
+    with pytest.raises(ValueError, match=f'^{re.escape(message)}$'):
+        analysis.parse_variants(texts)
