@@ -236,6 +236,12 @@ def test_the_corpus_iterator_with_and_without_a_progress_bar(tmp_path, capsys):
     (b'{"id": 2, "docid": "x", "text": "b"}', 'a document needs a "docno" string (or integer), got none (this line '
                                               'has "id": rename that field to "docno")'),
     (b'{"docno": null, "_id": "d2", "text": "b"}', 'a document needs a "docno" string (or integer), got a null'),
+    (b'{"doc_id": "d2", "text": "b"}', 'a document needs a "docno" string (or integer), got none (this line has '
+                                      '"doc_id": rename that field to "docno")'),
+    (b'{"docid": "d2", "doc_id": 3, "text": "b"}', 'a document needs a "docno" string (or integer), got none (this '
+                                                   'line has "doc_id": rename that field to "docno")'),
+    (b'{"docid": "d2", "text": "b"}', 'a document needs a "docno" string (or integer), got none (this line has '
+                                     '"docid": rename that field to "docno")'),
     (b'{"docno": null, "text": "b"}', 'a document needs a "docno" string (or integer), got a null'),
     (b'{"docno": true, "text": "b"}', 'a document needs a "docno" string (or integer), got a boolean'),
     (b'{"docno": 2.0, "text": "b"}', 'a document needs a "docno" string (or integer), got a number'),

@@ -376,6 +376,16 @@ def test_a_manifest_of_another_collection_written_while_waiting_is_refused(tmp_p
     assert str(refused.value) == _refusal(work, 'scifact', '0123456789ab')
 
 
+def test_an_earlier_versions_manifest_written_while_waiting_is_read_with_the_earlier_key(tmp_path, monkeypatch):
+    work = tmp_path / 'w'
+    text = json.dumps({'collection': 'x', 'collection_sha256': OTHER, 'created': True})
+    _while_locked(monkeypatch, lambda fd: (work / 'prepare.json').write_text(text))
+    key = _Earlier(OTHER)
+    assert _check_workdir(work, FP, 'tiny', key) is True
+    assert key.calls == 1
+    assert (work / 'prepare.json').read_text() == text
+
+
 def test_a_folder_prepare_made_stays_its_own_whatever_appears_in_it(tmp_path, monkeypatch):
     work = tmp_path / 'w'
     _while_locked(monkeypatch, lambda fd: (work / 'early.txt').write_text('x'))
