@@ -393,3 +393,18 @@ def test_variants_are_parsed_from_the_command_line_as_written():
 def test_a_malformed_variant_is_refused_naming_it(texts, message):
     with pytest.raises(ValueError, match=f'^{re.escape(message)}$'):
         analysis.parse_variants(texts)
+
+
+def test_a_variant_is_named_by_the_flag_the_caller_gives():
+    bad = {'X': {'p': 2}}
+    said = "'X': p must be a number strictly between 0 and 1, got 2"
+    for kwargs, flag in [({}, 'variant'), ({'names': {'budgets': '--budgets'}}, 'variant'),
+                         ({'names': {'variants': '--variant'}}, '--variant')]:
+        with pytest.raises(ValueError, match=f'^{re.escape(flag)} {re.escape(said)}$'):
+            analysis.check_sweep_arguments(variants=bad, **kwargs)
+    with pytest.raises(ValueError, match=f'^variant {re.escape(said)}$'):
+        analysis.check_variants(bad)
+    # a value may hold '=': the first '=' of an item splits it
+    with pytest.raises(ValueError, match=r"^--variant 'X': member_order must be one of \('first_stage', 'evidence'\), "
+                                         r"got 'a=b'$"):
+        analysis.parse_variants(['X:member_order="a=b"'])
