@@ -8,13 +8,14 @@ the reranker gets ``qid, query, docno, score, rank`` rows (the window in its cur
 from __future__ import annotations
 
 import math
+from itertools import islice
 from typing import Any, Dict, List, Optional
 
 import pyterrier as pt
 
 from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order, slide
 from ._garen import by_last_placement, window_loop
-from ._params import check_positive
+from ._params import check_bool, check_positive
 
 __all__ = ['SlidingWindowReranker', 'SlideGAR', 'RGS', 'DocGAREN']
 
@@ -156,7 +157,7 @@ class RGS(WindowSearch):
 
     def __init__(self, reranker: pt.Transformer, graph: Any, *, budget: int = 100, queue_size: Optional[int] = None,
                  window: int = 20, stride: int = 10, seed_size: Optional[int] = None, final_order: str = 'auto',
-                 verbose: bool = False):
+                 backfill: bool = False, verbose: bool = False):
         """
         Args:
             reranker: the document-level (listwise) reranker.
@@ -169,6 +170,10 @@ class RGS(WindowSearch):
             final_order: below the top ``stride`` of ``Q``: ``'paper'`` (``Q``, then the truncated documents, most
                 recent first), ``'score'`` (by reranker score) or ``'auto'`` (``'score'`` unless the reranker
                 declares ``listwise = True``; ``'dropped'`` is RGS's own order, as its windows sort one queue).
+            backfill: (beyond the reference code) when no document of ``Q`` has unseen neighbours left while budget
+                remains, the next unseen first-stage documents (``seed_size`` of them, at most the budget left) enter
+                ``Q`` as new documents and the search goes on from them; False: the search ends there, as in the
+                reference code, with the budget unspent.
             verbose: show a progress bar.
         """
         self.reranker = reranker
@@ -179,9 +184,11 @@ class RGS(WindowSearch):
         self.stride = stride
         self.seed_size = seed_size
         self.final_order = final_order
+        self.backfill = backfill
         self.verbose = verbose
         self._check_sizes()
         check_positive(queue_size=self.L, seed_size=self.seeds)
+        check_bool(backfill=backfill)
         resolve_final_order(final_order, reranker)  # checks the value
 
     @property
@@ -217,6 +224,8 @@ class RGS(WindowSearch):
                     new = [n for n in neighbours(docno) if n not in seen][:self.budget - len(seen)]
                     if new:
                         break
+            if not new and self.backfill and len(seen) < self.budget:  # the graph ran out around Q
+                new = list(islice(state.unobserved_r0(), min(self.seeds, self.budget - len(seen))))
         return self._final(state, queue + dropped, min(self.stride, len(queue)), kept_list=True)
 
 

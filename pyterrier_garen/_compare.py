@@ -406,7 +406,15 @@ def format_comparison(table: pd.DataFrame) -> str:
     if 'name' in table.columns and 'GAREN+' in set(table['name']):
         shared = bool(run.get('fusion') or run.get('tail_fusion') is not None or run.get('observed_fusion'))
         lines += ['', garen_plus_legend(shared=shared)]
+    if 'name' in table.columns and 'RGS' in set(table['name']):
+        lines += ['', RGS_LEGEND]
     return '\n'.join(lines)
+
+
+#: The line under a table with an RGS row: the one search here that can leave part of its budget unspent.
+RGS_LEGEND = ('RGS: as its reference code, it ends when no document of its queue has an unseen neighbour left, so it '
+              'can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on the first stage '
+              '(measured in docs/results.md, "RGS\'s unspent budget").')
 
 
 def garen_plus_legend(shared: bool = False) -> str:

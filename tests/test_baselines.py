@@ -100,6 +100,39 @@ def test_rgs_worked_example():
     assert len({d for call in reranker.calls for d in call.docno}) == 6
 
 
+@pytest.mark.parametrize('backfill', [False, True])
+def test_rgs_backfill_continues_from_the_first_stage_when_the_graph_runs_out(backfill):
+    reranker = DictScorer({'r1': 1, 'r2': 2, 'r3': 3, 'r4': 0, 'r5': 5, 'n1': 4})
+    model = RGS(reranker, ToyGroupGraph({'r1': ['n1'], 'n1': ['r1']}, {}), budget=5, queue_size=3, window=2, stride=1,
+                seed_size=2, final_order='paper', backfill=backfill)
+    out = model(first_stage(['r1', 'r2', 'r3', 'r4', 'r5']))
+    # 1: seeds [r1, r2] -> [r2, r1]; r2 has no neighbour, r1 gives n1
+    # 2: [r2, r1, n1] -> windows [r1, n1] -> [n1, r1], [r2, n1] -> [n1, r2]: Q [n1, r2, r1]; every neighbour seen
+    reference = [['r1', 'r2'], ['r1', 'n1'], ['r2', 'n1']]
+    if not backfill:  # the reference code ends here: 3 of the 5 documents of the budget re-ranked
+        assert windows(reranker) == reference
+        assert docnos(out) == ['n1', 'r2', 'r1']
+        return
+    # 3: the next seed_size unseen first-stage documents, r3 and r4, enter Q: [n1, r2, r1, r3, r4], windows from the
+    # bottom: [r3, r4] stays, [r1, r3] -> [r3, r1], [r2, r3] -> [r3, r2], [n1, r3] stays; Q [n1, r3, r2], then
+    # [r1, r4] truncated; the budget of 5 is spent (r5 never seen)
+    assert windows(reranker) == reference + [['r3', 'r4'], ['r1', 'r3'], ['r2', 'r3'], ['n1', 'r3']]
+    assert docnos(out) == ['n1', 'r3', 'r2', 'r1', 'r4']
+    assert dict(zip(out.docno, out.iteration)) == {'r1': 1, 'r2': 1, 'n1': 2, 'r3': 3, 'r4': 3}
+
+
+def test_rgs_backfill_takes_at_most_the_budget_left():
+    reranker = DictScorer({'r1': 1, 'r2': 2, 'r3': 3, 'r4': 0, 'r5': 5, 'n1': 4})
+    model = RGS(reranker, ToyGroupGraph({}, {}), budget=3, queue_size=3, window=2, stride=1, seed_size=2,
+                final_order='paper', backfill=True)
+    out = model(first_stage(['r1', 'r2', 'r3', 'r4', 'r5']))
+    # seeds [r1, r2], no neighbours: one more first-stage document (3 - 2), r3, then the budget is spent
+    assert windows(reranker) == [['r1', 'r2'], ['r1', 'r3'], ['r2', 'r3']]
+    assert docnos(out) == ['r3', 'r2', 'r1']
+    with pytest.raises(ValueError, match='backfill must be True or False'):
+        RGS(reranker, None, backfill='yes')
+
+
 def test_rgs_stops_at_window_without_new_docs():
     reranker = DictScorer({'r1': 9, 'r2': 8, 'r3': 7, 'r4': 6, 'n1': 0})
     model = RGS(reranker, ToyGroupGraph({'r1': ['n1']}, {}), budget=5, queue_size=5, window=2, stride=1, seed_size=4)

@@ -21,3 +21,12 @@ def test_garen_plus_row_comes_with_its_legend():
 
 def test_no_legend_without_the_row():
     assert 'GAREN+:' not in format_comparison(_table(['BM25', 'GAREN']))
+
+
+def test_an_rgs_row_says_that_rgs_can_leave_budget_unspent():
+    text = format_comparison(_table(['BM25', 'RGS', 'GAREN']))
+    lines = [line for line in text.splitlines() if line.startswith('RGS:')]
+    assert lines == ['RGS: as its reference code, it ends when no document of its queue has an unseen neighbour '
+                     'left, so it can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on '
+                     'the first stage (measured in docs/results.md, "RGS\'s unspent budget").']
+    assert 'RGS:' not in format_comparison(_table(['BM25', 'GAREN']))
