@@ -7,6 +7,7 @@ the fingerprint's byte layout, the text loader, ``load_dataset`` and ``data_dir`
 docs/testing.md)."""
 import errno
 import hashlib
+import math
 import json
 import os
 import re
@@ -833,3 +834,24 @@ def test_the_widest_labels_a_c_int_holds_are_read(tmp_path):
     ds = _write(tmp_path, docs=DOC + b'{"docno": "d2", "text": "b"}\n',
                 qrels=b'q1 0 d1 2147483647\nq1 0 d2 -2147483648\n')
     assert _quiet_qrels(ds).label.tolist() == [2 ** 31 - 1, -2 ** 31]
+
+
+def test_a_negative_label_is_kept_and_scores_as_not_relevant(tmp_path):
+    """evaluation_qrels keeps a label below 0 as written (BRIGHT's -100 is removed from runs by RemoveExcluded);
+    ir_measures, which every comparison scores with, gives it no gain: the same values as a 0."""
+    import ir_measures
+    from ir_measures import AP, R, nDCG
+
+    from pyterrier_garen import evaluation_qrels
+    docs = b''.join(b'{"docno": "d%d", "text": "t"}\n' % i for i in range(3))
+    run = pd.DataFrame({'query_id': ['q1'] * 3, 'doc_id': ['d0', 'd1', 'd2'], 'score': [3.0, 2.0, 1.0]})
+    values = []
+    for label in (b'-1', b'-5', b'0'):
+        ds = _write(tmp_path / label.decode(), docs=docs, qrels=b'q1 0 d0 ' + label + b'\nq1 0 d2 1\n',
+                    declaration=b'{"relevance": "graded"}')
+        qrels = evaluation_qrels(ds)
+        assert qrels.label.tolist() == [int(label), 1]
+        judged = qrels.rename(columns={'qid': 'query_id', 'docno': 'doc_id', 'label': 'relevance'})
+        values.append(ir_measures.calc_aggregate([nDCG @ 10, R @ 100, AP], judged, run))
+    assert values[0] == values[1] == values[2]
+    assert values[2][nDCG @ 10] == pytest.approx(1 / math.log2(4))  # d2 at rank 3, the ideal at rank 1
