@@ -167,6 +167,7 @@ def main(argv=None):
         parser.error(str(ex))
 
     dataset = load_dataset(args.dataset)
+    dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir)
     qrels = garen.evaluation_qrels(dataset)
     topics = analysis.judged_topics(dataset, qrels, args.queries)

@@ -48,6 +48,7 @@ def main(argv=None):
     if args.depth < 1:
         parser.error(f'--depth {args.depth}: the recall cut-off must be at least 1')
     dataset = load_dataset(args.dataset)
+    dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     runs, qrels, topics = run_budgets(dataset, args.workdir, args.system, budgets, partition_seed=args.partition_seed,
                                       sigma=args.sigma, noise_seed=args.noise_seed, fusion=args.fusion)
     relevant = qrels[qrels.label > 0]

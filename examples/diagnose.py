@@ -30,6 +30,7 @@ def main():
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON (what docs/regen.py renders)')
     args = parser.parse_args()
     dataset = load_dataset(args.dataset)
+    dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = prepare(dataset)
     reranker, navigator = cpu_components(prepared, navigator=args.navigator)
     qrels = evaluation_qrels(dataset)

@@ -233,9 +233,17 @@ def test_each_warning_once_puts_the_display_back():
     assert warnings.showwarning is before
 
 
-def test_an_example_script_reports_a_bad_collection_in_one_line_before_building(tmp_path):
-    """The scripts a collection is checked with (examples/strength_sweep.py) end a user error as the command line
-    does: one line, exit status 2, and, for a bad query line, before any offline step has made the workdir."""
+@pytest.mark.parametrize(('script', 'options'), [
+    ('strength_sweep.py', ['--workdir', 'W', '--out', 'X']),
+    ('budget_recall.py', ['--workdir', 'W', '--out', 'X']),
+    ('final_order.py', ['--workdir', 'W', '--out', 'X']),
+    ('budget_swaps.py', ['--workdir', 'W']),
+    ('diagnose.py', []),  # its workdir is the cache's
+])
+def test_an_example_script_reports_a_bad_collection_in_one_line_before_building(tmp_path, script, options):
+    """The scripts a collection is checked with end a user error as the command line does: one line, exit status 2,
+    and, for a bad query line, before any offline step has made a workdir."""
+    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -244,10 +252,13 @@ def test_an_example_script_reports_a_bad_collection_in_one_line_before_building(
     (folder / 'docs.jsonl').write_text('{"docno": "d1", "text": "wing flow"}\n{"docno": "d2", "text": "heat"}\n')
     (folder / 'queries.tsv').write_text('q1\twing\nq2\t\n')
     (folder / 'qrels.txt').write_text('q1 0 d1 1\n')
-    script = Path(__file__).resolve().parents[1] / 'examples' / 'strength_sweep.py'
-    done = subprocess.run([sys.executable, str(script), '--dataset', str(folder), '--workdir', str(tmp_path / 'w'),
-                           '--out', str(tmp_path / 'x.csv')], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2
+    path = Path(__file__).resolve().parents[1] / 'examples' / script
+    paths = {'W': str(tmp_path / 'w'), 'X': str(tmp_path / 'x.csv')}
+    done = subprocess.run([sys.executable, str(path), '--dataset', str(folder), *[paths.get(o, o) for o in options]],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, 'GAREN_CACHE': str(tmp_path / 'cache')})
+    assert done.returncode == 2, done.stderr
     assert done.stderr == (f"error: {folder / 'queries.tsv'} line 2: query 'q2' has no text; remove the line or add "
                            'the query text\n')
     assert not (tmp_path / 'w').exists()
+    assert not (tmp_path / 'cache').exists()
