@@ -292,8 +292,10 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                       'document (a label above 0), so every measure is 0 and no system can be told from another; '
                       'check the qrels (relevant documents need a positive label)', stacklevel=2)
     prepared = prepare(dataset, workdir, verbose=verbose)
+    # the first stage once: checked here, then every system starts from these results (as strength_sweep's do)
+    first = bm25_first_stage(prepared)(topics)
     judged = topics[topics.qid.astype(str).isin(set(qrels.qid.astype(str)))]  # what the measures are over
-    check_first_stage(bm25_first_stage(prepared)(judged), judged, context='compare')
+    check_first_stage(first, judged, context='compare')
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
     reranker_text = 'MiniLM cosine over stored vectors (VectorScorer)'
@@ -301,7 +303,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
                               final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head,
-                              observed_fusion=observed_fusion)
+                              observed_fusion=observed_fusion, first_stage=pt.Transformer.from_df(first))
     excluded = bool((all_qrels.label == -100).any())
     if excluded:
         pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}

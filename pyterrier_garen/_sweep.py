@@ -100,8 +100,8 @@ def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence
     singular (``budgets repeat 50``, ``budget must be a positive integer``). ``variants`` are checked as
     :func:`check_variants` does.
     """
-    check_variants(variants or {}, flag=names.get('variants', 'variant') if names else 'variant')
     names = names or {}
+    check_variants(variants or {}, flag=names.get('variants', 'variant'))
     checks = {'sigmas': ('sigma', lambda n, v: check_number(n, v, low=0, note='noise of the simulated reranker')),
               'noise_seeds': ('noise_seed', lambda n, v: check_int(n, v)),
               'partition_seeds': ('partition_seed', lambda n, v: check_int(n, v)),

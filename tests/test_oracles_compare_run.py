@@ -19,6 +19,8 @@ from pyterrier_garen._compare import vectors_precision
 from pyterrier_garen.analysis import SimulatedReranker
 from pyterrier_garen.synthetic import make_synthetic
 
+from _sweep_example import unmatched_copy
+
 # the pipelines built here run one by one (PyTerrier suggests its tree plan, which compare uses)
 pytestmark = pytest.mark.filterwarnings('ignore:There are shared pipeline components')
 SPEC = 'factory:test_oracles_compare_run:simulated'
@@ -243,18 +245,9 @@ def test_a_bad_query_or_judgement_fails_before_anything_is_built(collection, tmp
                                   dataset.get_topics(), garen.evaluation_qrels(dataset)))
 
 
-def _unmatched(root, folder, count):
-    """A copy of the collection whose first ``count`` queries share no term with any document."""
-    shutil.copytree(root / 'collection', folder)
-    lines = (folder / 'queries.tsv').read_text().splitlines()
-    (folder / 'queries.tsv').write_text(''.join(
-        (line.split('\t')[0] + '\tzzqx yywv\n') if i < count else line + '\n' for i, line in enumerate(lines)))
-    return garen.LocalDataset(folder), [line.split('\t')[0] for line in lines[:count]]
-
-
 def test_queries_the_first_stage_finds_nothing_for_are_warned_about_and_score_zero(collection, tmp_path):
     root, _, prepared = collection
-    dataset, lost = _unmatched(root, tmp_path / 'collection', 3)
+    dataset, lost = unmatched_copy(root, tmp_path / 'collection', 3)
     with (tmp_path / 'collection' / 'queries.tsv').open('a') as out:
         out.write('unjudged\tzzqx\n')  # a query without judgements is not measured, so not counted
     message = (rf"^compare: the first stage finds no document for 3 of the 16 queries \(e\.g\. qid '{lost[0]}', "
@@ -276,7 +269,7 @@ def test_queries_the_first_stage_finds_nothing_for_are_warned_about_and_score_ze
 
 def test_a_comparison_the_first_stage_finds_nothing_for_is_refused(collection, tmp_path):
     root, _, _ = collection
-    dataset, lost = _unmatched(root, tmp_path / 'collection', 16)
+    dataset, lost = unmatched_copy(root, tmp_path / 'collection', 16)
     with pytest.raises(ValueError, match=rf"^compare: the first stage finds no document for any of the 16 queries "
                                          rf"\(e\.g\. qid '{lost[0]}', 'zzqx yywv'\), so every system would return "
                                          r"nothing: .* check that queries and documents are in the same language"):

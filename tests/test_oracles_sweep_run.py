@@ -20,7 +20,7 @@ from pyterrier_garen import FirstStageFusion, GAREN, SlidingWindowReranker, Vote
 from pyterrier_garen import _registry
 from pyterrier_garen.analysis import SimulatedReranker
 from pyterrier_garen.datasets import remove_excluded
-from _sweep_example import small_collection
+from _sweep_example import small_collection, unmatched_copy
 
 ONE = dict(sigmas=(0.5,), noise_seeds=(0,), partition_seeds=(42,), minilm=False, navigator='vote')
 
@@ -383,18 +383,9 @@ def test_each_warning_of_the_runs_is_shown_once(small):
                      'the first-stage top 10 (no adaptive step); use a budget of at least 20, e.g. 100 as in the paper']
 
 
-def _unmatched(root, folder, count):
-    """A copy of the collection whose first ``count`` queries share no term with any document."""
-    shutil.copytree(root / 'collection', folder)
-    lines = (folder / 'queries.tsv').read_text().splitlines()
-    (folder / 'queries.tsv').write_text(''.join(
-        (line.split('\t')[0] + '\tzzqx yywv\n') if i < count else line + '\n' for i, line in enumerate(lines)))
-    return garen.LocalDataset(folder), lines[0].split('\t')[0]
-
-
 def test_queries_the_first_stage_finds_nothing_for_are_said_once_and_score_zero(small, tmp_path):
     root, prepared = small
-    dataset, first = _unmatched(root, tmp_path / 'collection', 3)
+    dataset, (first, *_) = unmatched_copy(root, tmp_path / 'collection', 3)
     # the documents are the collection's: its workdir serves the copy as it is (the workdir is the documents')
     mine = garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
     message = (rf"^strength_sweep: the first stage finds no document for 3 of the 16 queries \(e\.g\. qid "
@@ -419,7 +410,7 @@ def test_queries_the_first_stage_finds_nothing_for_are_said_once_and_score_zero(
 
 def test_a_sweep_the_first_stage_finds_nothing_for_is_refused(small, tmp_path):
     root, _ = small
-    dataset, first = _unmatched(root, tmp_path / 'collection', 16)
+    dataset, (first, *_) = unmatched_copy(root, tmp_path / 'collection', 16)
     mine = garen.prepare(dataset, root / 'work', graph='bm25', vectors=False)
     with pytest.raises(ValueError, match=rf"^strength_sweep: the first stage finds no document for any of the 16 "
                                          rf"queries \(e\.g\. qid '{first}', 'zzqx yywv'\), so every system would "
