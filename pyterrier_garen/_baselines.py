@@ -232,7 +232,7 @@ class RGS(WindowSearch):
 class DocGAREN(WindowSearch):
     """The document-level variant of GAREN (paper Section 6.2): the navigator scores documents, not groups.
 
-    Same loop as :class:`~pyterrier_garen.GAREN` (window ``w``, keep ``h``, budget ``c``, ``T`` iterations, early stop),
+    Same loop as :class:`~pyterrier_garen.GAREN` (window ``w``, keep ``h``, budget ``c`` spent, early stop),
     but at each iteration the navigator scores the unobserved k-NN neighbours of the window (at most ``w * k``; scores
     are cached per query and never recomputed), and ``X_t`` takes the best-scored of them (ties by vote = number of
     window documents linking to it, then first-stage rank, then order of discovery), backfilled from ``R_0``. There is

@@ -186,16 +186,46 @@ def describe_fusion(fusion: float, tail_fusion: Optional[float], fusion_head: in
 
 
 class _Done(pt.Transformer):
-    """Passes its input through and advances a progress bar: ``system >> _Done(bar, name)``."""
+    """Passes its input through, advances a progress bar and records the documents of each query in ``counts``
+    under ``name``: ``system >> _Done(bar, name, counts)``."""
 
-    def __init__(self, progress, name: str):
+    def __init__(self, progress, name: str, counts: Optional[Dict[str, pd.Series]] = None):
         self.progress = progress
         self.name = name
+        self.counts = counts
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if self.counts is not None:
+            self.counts[self.name] = inp.groupby(inp['qid'].astype(str)).size() if len(inp) else pd.Series(dtype=int)
         self.progress.set_postfix_str(f'{self.name} done', refresh=False)
         self.progress.update(1)
         return inp
+
+
+def budget_spent(counts: Dict[str, pd.Series], qids: Sequence[str], budget: int) -> Dict[str, Dict[str, Any]]:
+    """The systems that returned fewer documents than ``budget`` for some of ``qids``: ``{name: {'mean': documents
+    per query, 'short': queries below the budget, 'queries': len(qids)}}``, in the order of ``counts`` (a query
+    without rows counts 0). Every system here returns each document it re-ranked, so the count is what it spent."""
+    qids = [str(q) for q in qids]
+    spent = {}
+    for name, sizes in counts.items():
+        per_query = sizes.reindex(qids).fillna(0)
+        short = int((per_query < budget).sum())
+        if short:
+            spent[name] = {'mean': round(float(per_query.mean()), 1), 'short': short, 'queries': len(qids)}
+    return spent
+
+
+def spent_legend(spent: Dict[str, Dict[str, Any]], budget: int) -> str:
+    """The line under a table saying which systems re-ranked fewer documents than the budget (see
+    :func:`budget_spent`), or '' when every system spent it on every query."""
+    if not spent:
+        return ''
+    parts = [f"{name} {info['mean']:g} ({info['short']} of {_count(info['queries'], 'query', 'queries')} short)"
+             for name, info in spent.items()]
+    return (f'Budget spent: fewer than {budget} documents per query (mean) for ' + ', '.join(parts)
+            + '. A search stops short when nothing new is left within its reach; BM25 and plain re-ranking hold at '
+            'most what the first stage found (docs/results.md, "every search spends its budget").')
 
 
 def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
@@ -305,13 +335,14 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
                               final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head,
                               observed_fusion=observed_fusion, first_stage=pt.Transformer.from_df(first))
     excluded = bool((all_qrels.label == -100).any())
-    if excluded:
-        pipelines = {name: pipe >> RemoveExcluded(all_qrels) for name, pipe in pipelines.items()}
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
     progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',
                        unit='system', disable=not verbose)
-    systems_run = [pipe >> _Done(progress, name) for name, pipe in pipelines.items()]
+    counts: Dict[str, pd.Series] = {}  # documents per query of each system, before any excluded are removed
+    systems_run = [pipe >> _Done(progress, name, counts) for name, pipe in pipelines.items()]
+    if excluded:
+        systems_run = [pipe >> RemoveExcluded(all_qrels) for pipe in systems_run]
     # validate='ignore': every pipeline here is known to produce qid, docno, score (and a custom first stage or
     # reranker need not be inspectable); verbose=False: one bar over the systems instead of the tree's dump.
     with progress, warnings.catch_warnings():
@@ -347,6 +378,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'baseline': names[baseline] if baseline is not None else None,
         # how the vectors were encoded, as recorded with them (None: built before the record was kept)
         'vectors_precision': vectors_precision(prepared),
+        # the systems that re-ranked fewer documents than the budget on some query with first-stage results
+        'spent': budget_spent(counts, first['qid'].astype(str).unique(), budget),
     }
     if tail_fusion is not None or observed_fusion:
         table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head, observed_fusion=observed_fusion)
@@ -410,10 +443,12 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += ['', garen_plus_legend(shared=shared)]
     if 'name' in table.columns and 'RGS' in set(table['name']):
         lines += ['', RGS_LEGEND]
+    if run.get('spent'):
+        lines += ['', spent_legend(run['spent'], run['budget'])]
     return '\n'.join(lines)
 
 
-#: The line under a table with an RGS row: the one search here that can leave part of its budget unspent.
+#: The line under a table with an RGS row: the search here most prone to leave part of its budget unspent.
 RGS_LEGEND = ('RGS: as its reference code, it ends when no document of its queue has an unseen neighbour left, so it '
               'can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on the first stage '
               '(measured in docs/results.md, "RGS\'s unspent budget").')

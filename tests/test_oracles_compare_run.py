@@ -83,6 +83,17 @@ def _expected(pipes, topics, qrels):
     return table.set_index('name')
 
 
+def _spent(pipes, topics, budget):
+    # by hand: each pipeline's documents per query, the systems with a query below the budget
+    spent = {}
+    for name, pipe in pipes.items():
+        sizes = [int((pipe(topics).qid == qid).sum()) for qid in topics.qid]
+        short = sum(size < budget for size in sizes)
+        if short:
+            spent[name] = {'mean': round(sum(sizes) / len(sizes), 1), 'short': short, 'queries': len(sizes)}
+    return spent
+
+
 def _assert_rows(table, expected):
     assert table.name.tolist() == list(expected.index)
     for name, row in table.set_index('name').iterrows():
@@ -118,7 +129,8 @@ def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection, capf
         'reranker': 'test_oracles_compare_run:simulated(prepared)',
         'navigator': VOTE_TEXT,
         'groups': f'{groups} Leiden groups (max size 20) of a MiniLM k-NN graph, extractive summaries',
-        'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared)}
+        'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared), 'spent': _spent(_pipelines(prepared),
+                                                                                      dataset.get_topics(), 30)}
     # a folder given by its path is that collection
     again = garen.compare(str(root / 'collection'), workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
                           systems=['GAREN'])
@@ -301,6 +313,9 @@ def test_excluded_documents_leave_every_row(collection, tmp_path, capfd):
     pipes = {name: pipes[name] >> RemoveExcluded(stored) for name in ('BM25', 'GAREN')}
     _assert_rows(table, _expected(pipes, ds.get_topics(), garen.evaluation_qrels(ds)))
     assert table.attrs['run']['excluded_removed'] is True
+    # what each system spent is counted before the excluded documents leave its list
+    counted = {n: p for n, p in _pipelines(prepared).items() if n in ('BM25', 'GAREN')}
+    assert table.attrs['run']['spent'] == _spent(counted, ds.get_topics(), 30)
     plain = _expected({n: p for n, p in _pipelines(prepared).items() if n == 'BM25'}, ds.get_topics(),
                       garen.evaluation_qrels(ds))
     assert plain.loc['BM25', 'nDCG@10'] != pytest.approx(table.set_index('name').loc['BM25', 'nDCG@10'])

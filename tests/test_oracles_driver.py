@@ -226,6 +226,47 @@ def test_window_loop_records_each_window_and_returns_the_last_ranked_one():
     assert drive(window_loop(QueryState([], lambda d: []), expand, window=3, keep=1, budget=10), None) == ([], [])
 
 
+@pytest.mark.parametrize(('r0', 'expansions', 'windows'), [
+    # a first stage shorter than w: T = 1 + ceil((7 - 3) / 2) = 3 would stop at 6 documents; the budget is spent
+    (['a', 'b'], [['x', 'y'], ['z', 'u'], ['v']], [['a', 'b'], ['b', 'x', 'y'], ['y', 'z', 'u'], ['u', 'v']]),
+    # an expansion shorter than asked: the same
+    (['a', 'b', 'c'], [['x'], ['y', 'z'], ['v']], [['a', 'b', 'c'], ['c', 'x'], ['x', 'y', 'z'], ['z', 'v']]),
+])
+def test_window_loop_spends_the_budget_when_a_window_comes_up_short(r0, expansions, windows):
+    state = QueryState(r0, lambda docno: [])
+    extra = iter(expansions)
+    asked = []
+
+    def expand(state, t, window, n):
+        asked.append(n)
+        return next(extra)
+        yield  # a coroutine that asks nothing
+
+    requests, last = drive(window_loop(state, expand, window=3, keep=1, budget=7), lambda request: (
+        list(reversed(request[1])) if request[0] == RERANK else None))
+    assert [payload['window'] for kind, payload in requests if kind == EVENT and 'window' in payload] == windows
+    assert asked == [2, 2, 1]  # min(w - h, c - observed); nothing asked once the budget is spent
+    assert len(state.observed) == 7
+    assert last == list(reversed(windows[-1]))
+
+
+def test_window_loop_ends_when_an_expansion_brings_nothing_new():
+    # documents already re-ranked are never re-ranked again to fill the budget
+    state = QueryState(['a', 'b', 'c'], lambda docno: [])
+    extra = iter([['x', 'y'], ['a', 'x']])
+
+    def expand(state, t, window, n):
+        return next(extra)
+        yield
+
+    requests, last = drive(window_loop(state, expand, window=3, keep=1, budget=10), lambda request: (
+        list(reversed(request[1])) if request[0] == RERANK else None))
+    assert [payload['window'] for kind, payload in requests if kind == EVENT and 'window' in payload] == \
+        [['a', 'b', 'c'], ['c', 'x', 'y']]
+    assert last == ['y', 'x', 'c']
+    assert list(state.observed) == ['a', 'b', 'c', 'x', 'y']
+
+
 # ---- check_first_stage: the queries the first stage finds nothing for
 
 
