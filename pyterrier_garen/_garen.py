@@ -340,9 +340,10 @@ def window_loop(state: QueryState, expand: Expand, *, window: int, keep: int, bu
             break
         expansion = yield from expand(state, t, current, n)
         yield EVENT, {'iteration': t, 'expansion': expansion}
-        if all(docno in state.observed for docno in expansion):  # empty, or nothing new: the search ends
+        new = [docno for docno in expansion if docno not in state.observed]  # never re-ranked again to fill
+        if not new:  # empty, or nothing new: the search ends
             break
-        current = reranked[:keep] + expansion
+        current = reranked[:keep] + new
     return reranked
 
 

@@ -251,9 +251,10 @@ def test_window_loop_spends_the_budget_when_a_window_comes_up_short(r0, expansio
 
 
 def test_window_loop_ends_when_an_expansion_brings_nothing_new():
-    # documents already re-ranked are never re-ranked again to fill the budget
+    # documents already re-ranked are never re-ranked again to fill the budget: an expansion's observed documents
+    # are left out of the next window, and one of observed documents only ends the search
     state = QueryState(['a', 'b', 'c'], lambda docno: [])
-    extra = iter([['x', 'y'], ['a', 'x']])
+    extra = iter([['x', 'b'], ['y'], ['a', 'x']])
 
     def expand(state, t, window, n):
         return next(extra)
@@ -262,8 +263,8 @@ def test_window_loop_ends_when_an_expansion_brings_nothing_new():
     requests, last = drive(window_loop(state, expand, window=3, keep=1, budget=10), lambda request: (
         list(reversed(request[1])) if request[0] == RERANK else None))
     assert [payload['window'] for kind, payload in requests if kind == EVENT and 'window' in payload] == \
-        [['a', 'b', 'c'], ['c', 'x', 'y']]
-    assert last == ['y', 'x', 'c']
+        [['a', 'b', 'c'], ['c', 'x'], ['x', 'y']]
+    assert last == ['y', 'x']
     assert list(state.observed) == ['a', 'b', 'c', 'x', 'y']
 
 
