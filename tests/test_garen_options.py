@@ -274,3 +274,17 @@ def test_the_last_resort_keeps_a_batch_equal_to_its_queries_alone():
                     ignore_index=True)
     run = assert_batched_equals_per_query(garen, inp)
     assert run.groupby('qid').size().to_dict() == {'q1': 6, 'q2': 3}
+
+
+def test_the_papers_votes_have_no_last_resort():
+    # q2 of the test above with dropped_vote=1: x2 votes too, so G1 and G2 are scored and explored (x1, y1); then
+    # r1's G1 is closed and G2 is no candidate of [r1, x1, y1]: with every window document voting already, the
+    # search ends there, without a second look and without the last_resort mark
+    graph = ToyGroupGraph({'r1': ['x1'], 'x2': ['y1']}, {'r1': 0, 'r2': 0, 'x1': 1, 'x2': 1, 'y1': 2, 'y2': 2})
+    navigator = DictScorer({'1': .5, '2': .4})
+    garen = GAREN(DictScorer({'r1': 10, 'x1': 5, 'x2': 4, 'y1': 3, 'y2': 2, 'r2': 1}), graph, navigator, window=3,
+                  keep=1, budget=6, group_budget=2, trace=True)
+    assert sorted(garen(first_stage(['x2', 'r1'])).docno) == ['r1', 'x1', 'x2', 'y1']
+    assert [event['expansion'] for event in garen.last_trace] == [['x1', 'y1'], []]
+    assert not any('last_resort' in event for event in garen.last_trace)
+    assert [call.docno.tolist() for call in navigator.calls] == [['1', '2']]
