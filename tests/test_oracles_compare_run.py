@@ -87,7 +87,8 @@ def _spent(pipes, topics, budget):
     # by hand: each pipeline's documents per query, the systems with a query below the budget
     spent = {}
     for name, pipe in pipes.items():
-        sizes = [int((pipe(topics).qid == qid).sum()) for qid in topics.qid]
+        run = pipe(topics)
+        sizes = [int((run.qid == qid).sum()) for qid in topics.qid]
         short = sum(size < budget for size in sizes)
         if short:
             spent[name] = {'mean': round(sum(sizes) / len(sizes), 1), 'short': short, 'queries': len(sizes)}
