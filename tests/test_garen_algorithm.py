@@ -88,10 +88,11 @@ def test_a_full_first_stage_takes_the_papers_iterations():
     docs = [f'd{i}' for i in range(40)]
     graph = ToyGroupGraph({d: [docs[(i + 1) % 40], docs[(i + 7) % 40]] for i, d in enumerate(docs)},
                           {d: i // 5 for i, d in enumerate(docs)})
-    for budget in (4, 5, 6, 7, 10, 15, 30):
+    # T = 1 + ceil((c - 4) / 3), by hand
+    for budget, iterations in ((4, 1), (5, 2), (6, 2), (7, 2), (8, 3), (10, 3), (15, 5), (30, 10)):
         garen = GAREN(HashScorer(), graph, HashScorer('navigator'), window=4, keep=1, budget=budget, group_budget=2)
         out = garen(first_stage(docs[:25]))
-        assert garen.last_stats.iterations[0] == num_iterations(budget, 4, 1)
+        assert garen.last_stats.iterations[0] == iterations == num_iterations(budget, 4, 1)
         assert len(out) == garen.last_stats.docs_reranked[0] == budget
 
 
