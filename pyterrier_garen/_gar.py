@@ -1,12 +1,15 @@
 """``pyterrier_adaptive.GAR`` as PyTerrier can inspect it (so ``pt.Experiment`` validates it without a warning)."""
 from __future__ import annotations
 
+import copy
 from typing import List, Optional
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
 
+from ._driver import _call
 from ._params import Rebuildable
 
 __all__ = ['GAR']
@@ -21,6 +24,14 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
     produces, so every experiment with it printed a "Pipeline Validation Report". This subclass declares its
     output columns (``transform_outputs``), returns an empty frame for an empty input (without a scorer call) and
     has a ``repr`` that names its settings. Scores are those of the original.
+
+    The scorer's answers reach the algorithm as they reach every other search of this package: exactly the rows
+    asked, in the order asked, with a score of ``-inf`` (ranked last, and a warning that counts them) where the
+    scorer gave NaN, an infinite score or no row, and without rows it was not asked about. The original takes
+    whatever the scorer returns, so a NaN score landed anywhere in its ranking and a foreign row entered it.
+    Every returned score is finite and follows the rank: from the first document without a usable score on
+    (then the backfill, which the original would score ``-inf``, all equal, so that an evaluation ordered them by
+    docno), scores go on below the lowest finite score, one apart.
 
     Required input columns: ``qid, query, docno, score``. Output columns: ``qid, query, docno, rank, score,
     iteration``.
@@ -50,4 +61,47 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         if len(inp) == 0:
             return pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno') else float)
                                  for c in OUTPUT_COLUMNS})
-        return super().transform(inp)
+        run = copy.copy(self)
+        run.scorer = _UsableScores(self.scorer)
+        out = pyterrier_adaptive.GAR.transform(run, inp)
+        return _finite_scores(out)
+
+
+class _UsableScores(pt.Transformer):
+    """A scorer as the driver of this package's searches calls it (``_driver._call``): the rows asked, in order,
+    with ``-inf`` where the scorer's answer is unusable."""
+
+    def __init__(self, scorer: pt.Transformer):
+        self.scorer = scorer
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        if len(inp) == 0:
+            return inp.assign(score=pd.Series(dtype=float))
+        inp = inp.reset_index(drop=True)
+        columns = [c for c in inp.columns if c not in ('qid', 'query')]
+        groups = list(inp.groupby('qid', sort=False).indices.items())
+        requests = [(qid, inp['query'].iat[rows[0]], {c: inp[c].to_numpy()[rows] for c in columns})
+                    for qid, rows in groups]
+        scores = _call(self.scorer, requests, 'reranker')
+        order = np.concatenate([rows for _, rows in groups])
+        return inp.iloc[order].assign(score=np.concatenate(scores)).reset_index(drop=True)
+
+
+def _finite_scores(out: pd.DataFrame) -> pd.DataFrame:
+    """GAR's output with every score finite and in rank order: from a query's first ``-inf`` on (documents the
+    scorer gave no usable score, then any backfill, which the original scores ``-inf - 1 - i``), scores go on
+    below the query's lowest finite score, one apart."""
+    scores = out['score'].to_numpy(dtype=float)
+    if np.isfinite(scores).all():
+        return out
+    scores = scores.copy()
+    for rows in out.groupby('qid', sort=False).indices.values():
+        mine = scores[rows]
+        bad = np.flatnonzero(~np.isfinite(mine))
+        if len(bad) == 0:
+            continue
+        start = bad[0]
+        floor = mine[:start].min() if start else 0.
+        mine[start:] = floor - 1 - np.arange(len(mine) - start)
+        scores[rows] = mine
+    return out.assign(score=scores)

@@ -4,6 +4,7 @@ import warnings
 import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
+import pytest
 from ir_measures import R
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 
@@ -43,3 +44,56 @@ def test_experiment_validates_without_a_report():
         table = pt.Experiment([first >> GAR(DictScorer(SCORES), GRAPH, num_results=4, batch_size=2)], topics, qrels,
                               [R @ 10], names=['GAR'])
     assert table['R@10'].iloc[0] == 1.0
+
+
+class _Unruly(pt.Transformer):
+    """DictScorer's scores, then one fault: ``'nan'`` (NaN for the docnos given), ``'drop'`` (no row for them) or
+    ``'foreign'`` (one more row, for a docno never asked)."""
+
+    def __init__(self, fault, docnos=('b',)):
+        self.fault, self.docnos = fault, set(docnos)
+
+    def transform(self, inp):
+        out = DictScorer(SCORES)(inp)
+        hit = out['docno'].isin(self.docnos)
+        if self.fault == 'nan':
+            return out.assign(score=out['score'].where(~hit, float('nan')))
+        if self.fault == 'drop':
+            return out[~hit]
+        return pd.concat([out, out.head(1).assign(docno='ghost', score=99.)])
+
+
+# By hand (first stage a, b, c; budget 4; batches of 2). Iteration 0 scores a (1) and b (unusable: -inf), so only
+# a's neighbours x and y enter the frontier, both at 1. Iteration 1 scores x (3) and y (.2); the budget is spent.
+# The order by score: x 3, a 1, y .2, then b, which has no usable score: .2 - 1.
+@pytest.mark.parametrize('fault', ['nan', 'drop'])
+def test_an_unusable_score_is_ranked_last_and_counted(fault):
+    with pytest.warns(UserWarning, match=r'no usable score for 1 of 2 rows') as caught:
+        out = GAR(_Unruly(fault), GRAPH, num_results=4, batch_size=2)(first_stage(['a', 'b', 'c']))
+    assert list(out['docno']) == ['x', 'a', 'y', 'b']
+    assert list(out['score']) == pytest.approx([3., 1., .2, -.8])
+    assert list(out['rank']) == [0, 1, 2, 3]
+    kind = '1 NaN or infinite, 0 missing' if fault == 'nan' else '0 NaN or infinite, 1 missing'
+    assert any(kind in str(w.message) for w in caught)
+
+
+def test_a_row_never_asked_about_is_ignored():
+    with pytest.warns(UserWarning, match='not asked about'):
+        out = GAR(_Unruly('foreign'), GRAPH, num_results=4, batch_size=2)(first_stage(['a', 'b', 'c']))
+    # the scores of the well-behaved scorer: by hand, iteration 0 scores a (1), b (2); frontier x, y (from a, 1)
+    # and y, z (from b, 2): y 2, z 2, x 1. Iteration 1 scores y (.2) and z (2.5).
+    assert list(out['docno']) == ['z', 'b', 'a', 'y']
+    assert 'ghost' not in set(out['docno'])
+    pd.testing.assert_frame_equal(out, pyterrier_adaptive.GAR(DictScorer(SCORES), GRAPH, num_results=4,
+                                                              batch_size=2)(first_stage(['a', 'b', 'c'])))
+
+
+def test_scores_stay_finite_and_in_rank_order_per_query():
+    """One query whose every score is unusable (its scores count down from 0), one untouched."""
+    inp = pd.concat([first_stage(['a', 'b'], qid='q1'), first_stage(['c', 'x'], qid='q2', query='two')])
+    with pytest.warns(UserWarning, match='no usable score for 2 of 2 rows'):
+        out = GAR(_Unruly('nan', docnos=('a', 'b')), ToyGroupGraph({}, {}), num_results=2, batch_size=2)(inp)
+    q1, q2 = out[out.qid == 'q1'], out[out.qid == 'q2']
+    assert list(q1['score']) == [-1., -2.]
+    assert list(q2['docno']) == ['x', 'c']
+    assert list(q2['score']) == [3., .5]
