@@ -75,8 +75,7 @@ class _UsableScores(pt.Transformer):
         self.scorer = scorer
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        if len(inp) == 0:
-            return inp.assign(score=pd.Series(dtype=float))
+        # GAR asks for at least one document per call (GAR.transform returns early for an empty input)
         inp = inp.reset_index(drop=True)
         columns = [c for c in inp.columns if c not in ('qid', 'query')]
         groups = list(inp.groupby('qid', sort=False).indices.items())

@@ -68,7 +68,7 @@ class _Unruly(pt.Transformer):
 # The order by score: x 3, a 1, y .2, then b, which has no usable score: .2 - 1.
 @pytest.mark.parametrize('fault', ['nan', 'drop'])
 def test_an_unusable_score_is_ranked_last_and_counted(fault):
-    with pytest.warns(UserWarning, match=r'no usable score for 1 of 2 rows') as caught:
+    with pytest.warns(UserWarning, match=r'the reranker .* no usable score for 1 of 2 rows') as caught:
         out = GAR(_Unruly(fault), GRAPH, num_results=4, batch_size=2)(first_stage(['a', 'b', 'c']))
     assert list(out['docno']) == ['x', 'a', 'y', 'b']
     assert list(out['score']) == pytest.approx([3., 1., .2, -.8])
@@ -89,11 +89,49 @@ def test_a_row_never_asked_about_is_ignored():
 
 
 def test_scores_stay_finite_and_in_rank_order_per_query():
-    """One query whose every score is unusable (its scores count down from 0), one untouched."""
-    inp = pd.concat([first_stage(['a', 'b'], qid='q1'), first_stage(['c', 'x'], qid='q2', query='two')])
+    """One query whose every score is unusable (its scores count down from 0), after one untouched (q0 comes
+    first: GAR runs its queries in sorted order)."""
+    inp = pd.concat([first_stage(['a', 'b'], qid='q1'), first_stage(['c', 'x'], qid='q0', query='two')])
     with pytest.warns(UserWarning, match='no usable score for 2 of 2 rows'):
         out = GAR(_Unruly('nan', docnos=('a', 'b')), ToyGroupGraph({}, {}), num_results=2, batch_size=2)(inp)
-    q1, q2 = out[out.qid == 'q1'], out[out.qid == 'q2']
+    assert list(out['qid']) == ['q0', 'q0', 'q1', 'q1']
+    q1, q2 = out[out.qid == 'q1'], out[out.qid == 'q0']
     assert list(q1['score']) == [-1., -2.]
     assert list(q2['docno']) == ['x', 'c']
     assert list(q2['score']) == [3., .5]
+
+
+@pytest.mark.parametrize('batch_size', [1, 3])
+@pytest.mark.parametrize('enabled', [True, False])
+def test_the_scorer_sees_what_pyterrier_adaptive_shows_it(batch_size, enabled):
+    """Every scorer call gets the frame the original would give it (its columns and rows), and the output is the
+    original's: with batches of one document, and with the graph off (plain re-ranking of the first stage)."""
+    inp = pd.concat([first_stage(['a', 'b', 'c']), first_stage(['c', 'a'], qid='q2', query='two')])
+    ours, theirs = DictScorer(SCORES), DictScorer(SCORES)
+    out = GAR(ours, GRAPH, num_results=4, batch_size=batch_size, enabled=enabled)(inp)
+    expected = pyterrier_adaptive.GAR(theirs, GRAPH, num_results=4, batch_size=batch_size, enabled=enabled)(inp)
+    pd.testing.assert_frame_equal(out, expected)
+    assert len(ours.calls) == len(theirs.calls)
+    for mine, original in zip(ours.calls, theirs.calls):
+        pd.testing.assert_frame_equal(mine.reset_index(drop=True), original.reset_index(drop=True), check_like=True)
+
+
+def test_defaults_and_settings_are_pyterrier_adaptives():
+    scorer = DictScorer(SCORES)
+    for kwargs in ({}, {'num_results': 7, 'batch_size': 3, 'backfill': False, 'enabled': False, 'verbose': True}):
+        ours, theirs = GAR(scorer, GRAPH, **kwargs), pyterrier_adaptive.GAR(scorer, GRAPH, **kwargs)
+        for name in ('num_results', 'batch_size', 'backfill', 'enabled', 'verbose'):
+            assert getattr(ours, name) == getattr(theirs, name), (kwargs, name)
+    assert GAR(scorer, GRAPH).num_results == 1000
+
+
+def test_input_without_a_score_is_refused_naming_gar():
+    gar = GAR(DictScorer(SCORES), GRAPH, num_results=4)
+    with pytest.raises(pt.validate.InputValidationError, match='GAR'):
+        gar(first_stage(['a', 'b']).drop(columns=['score']))
+    with pytest.raises(pt.validate.InputValidationError, match='GAR'):
+        pt.inspect.transformer_outputs(gar, ['qid', 'query', 'docno'])
+    empty = gar(pd.DataFrame(columns=['qid', 'query', 'docno', 'score', 'rank']))
+    assert {c: str(t) for c, t in empty.dtypes.items()} == {
+        'qid': 'object', 'query': 'object', 'docno': 'object', 'rank': 'float64', 'score': 'float64',
+        'iteration': 'float64'}
