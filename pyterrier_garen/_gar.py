@@ -9,7 +9,7 @@ import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
 
-from ._driver import _call
+from ._driver import _call, warn_budget_covers_collection
 from ._params import Rebuildable
 
 __all__ = ['GAR']
@@ -23,7 +23,8 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
     ``pyterrier_adaptive.GAR`` fails on an empty frame, which is how ``pt.Experiment`` finds out what a pipeline
     produces, so every experiment with it printed a "Pipeline Validation Report". This subclass declares its
     output columns (``transform_outputs``), returns an empty frame for an empty input (without a scorer call) and
-    has a ``repr`` that names its settings. Scores are those of the original.
+    has a ``repr`` that names its settings, and warns, as every search here does, when ``num_results`` is at least
+    the number of documents of the graph. Scores are those of the original.
 
     The scorer's answers reach the algorithm as they reach every other search of this package: exactly the rows
     asked, in the order asked, with a score of ``-inf`` (ranked last, and a warning that counts them) where the
@@ -61,6 +62,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         if len(inp) == 0:
             return pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno') else float)
                                  for c in OUTPUT_COLUMNS})
+        warn_budget_covers_collection(self.num_results, self.corpus_graph, context='GAR')
         run = copy.copy(self)
         run.scorer = _UsableScores(self.scorer)
         out = pyterrier_adaptive.GAR.transform(run, inp)

@@ -135,3 +135,20 @@ def test_input_without_a_score_is_refused_naming_gar():
     assert {c: str(t) for c, t in empty.dtypes.items()} == {
         'qid': 'object', 'query': 'object', 'docno': 'object', 'rank': 'float64', 'score': 'float64',
         'iteration': 'float64'}
+
+
+class _SizedGraph(ToyGroupGraph):
+    def __len__(self):
+        return 6
+
+
+@pytest.mark.parametrize(('budget', 'warns'), [(5, False), (6, True), (7, True)])
+def test_a_budget_that_covers_the_collection_warns(budget, warns):
+    graph = _SizedGraph(GRAPH.adjacency, GRAPH.groups)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        GAR(DictScorer(SCORES), graph, num_results=budget)(first_stage(['a', 'b', 'c']))
+    said = [str(w.message) for w in caught if 'documents of the collection' in str(w.message)]
+    assert said == ([f'GAR: budget={budget} is at least the 6 documents of the collection, so every adaptive search '
+                     're-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
+                     'size to compare the searches'] if warns else [])

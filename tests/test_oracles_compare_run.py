@@ -216,7 +216,7 @@ def test_the_default_reranker_and_navigator(collection):
 def test_a_budget_covering_the_collection_warns_naming_compare(collection):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        _run(collection, budget=160, systems=['BM25', 'SlideGAR', 'GAREN', 'GAREN+'])
+        _run(collection, budget=160, systems=['BM25', 'GAR', 'SlideGAR', 'GAREN', 'GAREN+'])
     covering = [str(w.message) for w in caught if 'is at least the 160 documents' in str(w.message)]
     # once, for the collection; not again by each search
     assert len(covering) == 1
