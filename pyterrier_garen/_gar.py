@@ -24,7 +24,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
     produces, so every experiment with it printed a "Pipeline Validation Report". This subclass declares its
     output columns (``transform_outputs``), returns an empty frame for an empty input (without a scorer call) and
     has a ``repr`` that names its settings, and warns, as every search here does, when ``num_results`` is at least
-    the number of documents of the graph. Scores are those of the original.
+    the number of documents of the graph. Scores are the scorer's, except as the next paragraph says.
 
     The scorer's answers reach the algorithm as they reach every other search of this package: exactly the rows
     asked, in the order asked, with a score of ``-inf`` (ranked last, and a warning that counts them) where the
