@@ -16,21 +16,17 @@ import os
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
-import ir_measures  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyterrier as pt  # noqa: E402
 from ir_measures import R, nDCG  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
-from pyterrier_garen import LocalDataset, analysis, data_dir  # noqa: E402
+from pyterrier_garen import LocalDataset, data_dir  # noqa: E402
 
 
 def measure(collection: str, budgets, depths) -> pd.DataFrame:
-    dataset = LocalDataset(data_dir(collection))
-    prepared = garen.prepare(dataset)
-    qrels = garen.evaluation_qrels(dataset)
-    topics = analysis.judged_topics(dataset, qrels)
-    judged = qrels.rename(columns={'qid': 'query_id', 'docno': 'doc_id', 'label': 'relevance'})
+    from _judged import judged_collection, score
+    _, prepared, _, topics, judged = judged_collection(collection)
     reranker, navigator = garen.cpu_components(prepared)
     whole = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=max(depths))(topics)
     rows = []
@@ -42,8 +38,7 @@ def measure(collection: str, budgets, depths) -> pd.DataFrame:
             for name, pipeline in systems.items():
                 run = pipeline(topics)
                 sizes = run.groupby('qid').size().reindex(topics.qid.astype(str)).fillna(0)
-                scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], judged,
-                                                    run.rename(columns={'qid': 'query_id', 'docno': 'doc_id'}))
+                scores = score(run, judged, [nDCG @ 10, R @ 100])
                 rows.append({'collection': collection, 'depth': depth, 'budget': budget, 'system': name,
                              'docs_mean': sizes.mean(), 'docs_min': int(sizes.min()),
                              'short': int((sizes < min(budget, depth) if name in ('BM25', 'Rerank')

@@ -16,12 +16,11 @@ import os
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
-import ir_measures  # noqa: E402
 import pandas as pd  # noqa: E402
 from ir_measures import AP, R, nDCG  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
-from pyterrier_garen import LocalDataset, analysis, data_dir  # noqa: E402
+from pyterrier_garen import LocalDataset, data_dir  # noqa: E402
 
 SYSTEMS = ['Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+']
 BASELINES = ['GAR', 'SlideGAR', 'RGS']
@@ -29,11 +28,8 @@ MEASURES = [nDCG @ 10, nDCG @ 20, nDCG @ 50, R @ 20, R @ 50, R @ 100, AP @ 100]
 
 
 def measure(collection: str, budgets, fusions) -> pd.DataFrame:
-    dataset = LocalDataset(data_dir(collection))
-    prepared = garen.prepare(dataset)
-    qrels = garen.evaluation_qrels(dataset)
-    topics = analysis.judged_topics(dataset, qrels)
-    judged = qrels.rename(columns={'qid': 'query_id', 'docno': 'doc_id', 'label': 'relevance'})
+    from _judged import judged_collection, score
+    _, prepared, _, topics, judged = judged_collection(collection)
     reranker, navigator = garen.cpu_components(prepared)
     rows = []
     for budget in budgets:
@@ -41,8 +37,7 @@ def measure(collection: str, budgets, fusions) -> pd.DataFrame:
             systems = garen.build_systems(prepared, reranker, navigator, budget=budget, systems=SYSTEMS,
                                           fusion=fusion)
             for name, pipeline in systems.items():
-                run = pipeline(topics).rename(columns={'qid': 'query_id', 'docno': 'doc_id'})
-                scores = ir_measures.calc_aggregate(MEASURES, judged, run)
+                scores = score(pipeline(topics), judged, MEASURES)
                 rows.append({'collection': collection, 'budget': budget, 'fusion': fusion, 'system': name,
                              **{str(m): scores[m] for m in MEASURES}})
     return pd.DataFrame(rows)

@@ -26,23 +26,19 @@ from pyterrier_garen import LocalDataset, analysis, data_dir  # noqa: E402
 
 
 def measure(collection: str, budgets, sigmas, minilm: bool = True) -> pd.DataFrame:
-    dataset = LocalDataset(data_dir(collection))
-    prepared = garen.prepare(dataset)
-    qrels = garen.evaluation_qrels(dataset)
-    topics = analysis.judged_topics(dataset, qrels)
+    from _judged import judged_collection, score
+    _, prepared, qrels, topics, judged = judged_collection(collection)
     source = pt.Transformer.from_df(prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics))
     rerankers = [(f'sigma={s:g}', analysis.SimulatedReranker(qrels, noise=s, seed=0)) for s in sigmas]
     if minilm:
         rerankers.append(('MiniLM', garen.cpu_components(prepared, navigator='vote')[0]))
-    judged = qrels.rename(columns={'qid': 'query_id', 'docno': 'doc_id', 'label': 'relevance'})
     rows = []
     for budget in budgets:
         for kind, reranker in rerankers:
             row = {'collection': collection, 'budget': budget, 'reranker': kind}
             for backfill, tag in ((False, 'ref'), (True, 'fill')):
                 run = (source >> garen.RGS(reranker, prepared.graph, budget=budget, backfill=backfill))(topics)
-                scores = ir_measures.calc_aggregate([nDCG @ 10, R @ 100], judged,
-                                                    run.rename(columns={'qid': 'query_id', 'docno': 'doc_id'}))
+                scores = score(run, judged, [nDCG @ 10, R @ 100])
                 sizes = run.groupby('qid').size().reindex(topics.qid.astype(str)).fillna(0)
                 row.update({f'docs_{tag}': sizes.mean(), f'short_{tag}': int((sizes < budget).sum()),
                             f'nDCG@10_{tag}': scores[nDCG @ 10], f'R@100_{tag}': scores[R @ 100]})
