@@ -18,6 +18,7 @@ import importlib
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
 
@@ -374,6 +375,28 @@ def _docnos_digest(docnos: Sequence[str]) -> str:
     return digest.hexdigest()
 
 
+def usable_vectors(vecs: np.ndarray, docnos: Sequence[str]) -> Tuple[np.ndarray, List[str]]:
+    """``vecs`` with each row no cosine can use (NaN, infinite or all zero) replaced by a unit vector drawn from
+    a generator seeded by the SHA-256 of its docno (the same on every run), and the docnos of those rows.
+
+    A cosine k-NN graph divides by each vector's norm, so such a row gives NaN similarities, which the graph's
+    top-k ranks above every number: every document would list it as its nearest neighbour. A random unit vector
+    is near orthogonal to every other vector instead.
+    """
+    vecs = np.asarray(vecs)
+    with np.errstate(invalid='ignore'):
+        bad = ~(np.isfinite(vecs).all(axis=1) & (np.abs(vecs).max(axis=1, initial=0.) > 0))
+    if not bad.any():
+        return vecs, []
+    vecs = np.array(vecs, dtype=np.float32)  # a copy: the chunk on disk may be mapped read-only
+    rows = np.flatnonzero(bad).tolist()
+    for row in rows:
+        seed = int.from_bytes(hashlib.sha256(str(docnos[row]).encode('utf-8')).digest()[:8], 'little')
+        draw = np.random.default_rng(seed).standard_normal(vecs.shape[1])
+        vecs[row] = draw / np.linalg.norm(draw)
+    return vecs, [str(docnos[row]) for row in rows]
+
+
 def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_size: int = 32,
                    chunk: int = 0, precision: str = 'auto', ray=None, verbose: bool = False
                    ) -> Tuple[ChunkStore, Iterator[Dict[str, Any]]]:
@@ -442,4 +465,13 @@ def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_
     dims = {v.shape[1] for v in loaded.values()}
     if len(dims) > 1:
         raise RuntimeError(f'the chunks in {store.folder} have vectors of different sizes {sorted(dims)}')
+    unusable: List[str] = []
+    for c in range(len(chunks)):
+        loaded[c], names = usable_vectors(loaded[c], [docnos[i] for i in chunks[c]])
+        unusable += names
+    if unusable:
+        warnings.warn(f'the encoder gave {len(unusable)} of {len(docs)} documents no usable vector (NaN, infinite or '
+                      f'all zero; docnos {unusable[:5]}): each gets a fixed random unit vector of its docno instead, '
+                      'so no similarity favours them. A cosine k-NN graph with such a vector would link every '
+                      'document to it. Check the encoder (its precision; empty texts)', stacklevel=3)
     return store, (({'docno': docnos[i], 'doc_vec': loaded[c][r]} for i, (c, r) in enumerate(where)))

@@ -723,3 +723,47 @@ def test_encode_chunks_batches_32_documents_a_model_call_by_default(monkeypatch)
     _fake_ray.install(monkeypatch)
     (chunk, vecs), = _encoding.encode_chunks([(0, ['ab'])], factory=make_stub, options=RayOptions())
     assert vecs.tolist() == [[2, 1, 32]]
+
+
+# -- vectors no cosine can use ---------------------------------------------------------------------------------------
+def test_rows_no_cosine_can_use_get_a_fixed_unit_vector_of_their_docno():
+    from pyterrier_garen._encoding import usable_vectors
+    vecs = np.array([[1., 2., 2.], [np.nan, 1., 1.], [0., 0., 0.], [np.inf, 0., 0.], [0., 1e-30, 0.], [-3., 0., 4.]],
+                    dtype=np.float32)
+    vecs.setflags(write=False)  # as a chunk mapped from disk
+    fixed, names = usable_vectors(vecs, ['a', 'b', 'c', 'd', 'e', 'f'])
+    assert names == ['b', 'c', 'd']
+    assert fixed.dtype == np.float32
+    np.testing.assert_array_equal(fixed[[0, 4, 5]], vecs[[0, 4, 5]])  # a tiny vector still has a direction
+    np.testing.assert_allclose(np.linalg.norm(fixed[1:4], axis=1), 1., rtol=1e-6)
+    assert np.isnan(vecs[1, 0])  # the input is not changed
+    again, _ = usable_vectors(vecs[[2]], ['b'])  # the vector is the docno's, wherever the row is
+    np.testing.assert_array_equal(again[0], fixed[1])
+    assert not np.allclose(fixed[1], fixed[2])
+    clean = np.eye(3, dtype=np.float32)
+    same, none = usable_vectors(clean, ['x', 'y', 'z'])
+    assert same is clean
+    assert none == []
+
+
+class HalfBroken(Stub):
+    """Stub's vectors, but all zeros for a text holding 'dd' and NaN for one holding 'cc'."""
+
+    def encode_docs(self, texts, batch_size):
+        vecs = super().encode_docs(texts, batch_size)
+        vecs[[i for i, t in enumerate(texts) if 'dd' in t]] = 0.
+        vecs[[i for i, t in enumerate(texts) if 'cc' in t]] = np.nan
+        return vecs
+
+
+def test_an_encoding_with_unusable_vectors_warns_naming_them(tmp_path, monkeypatch):
+    monkeypatch.setattr(_encoding, 'native_bf16', lambda: False)
+    with pytest.warns(UserWarning, match=r"gave 2 of 5 documents no usable vector .*docnos \['d3', 'd2'\]"):
+        _, stream = encode_chunked(DOCS, tmp_path / 'v.flex', encoder=HalfBroken(), batch_size=3, chunk=2)
+    got = {d['docno']: d['doc_vec'] for d in stream}
+    for docno, vector in EXPECTED:  # the others as a sound encoder gives them
+        if docno not in ('d2', 'd3'):
+            assert got[docno].tolist() == vector
+    for docno in ('d2', 'd3'):
+        assert np.isfinite(got[docno]).all()
+        assert np.linalg.norm(got[docno]) == pytest.approx(1., rel=1e-6)
