@@ -384,8 +384,7 @@ def usable_vectors(vecs: np.ndarray, docnos: Sequence[str]) -> Tuple[np.ndarray,
     is near orthogonal to every other vector instead.
     """
     vecs = np.asarray(vecs)
-    with np.errstate(invalid='ignore'):
-        bad = ~(np.isfinite(vecs).all(axis=1) & (np.abs(vecs).max(axis=1, initial=0.) > 0))
+    bad = ~(np.isfinite(vecs).all(axis=1) & (np.abs(vecs).max(axis=1) > 0))  # NaN > 0 is False
     if not bad.any():
         return vecs, []
     vecs = np.array(vecs, dtype=np.float32)  # a copy: the chunk on disk may be mapped read-only
