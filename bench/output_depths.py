@@ -1,6 +1,6 @@
 """Benchmark: every system of the comparison at other output depths, as the budget grows.
 
-    python bench/output_depths.py      # cranfield, vaswani, scifact; budgets 50 to 400; fusion 0 and 0.1 (~25 min)
+    python bench/output_depths.py      # cranfield, vaswani, scifact; budgets 50 to 400; fusion 0 and 0.1 (~15 min)
     python bench/output_depths.py --collections cranfield --budgets 100 --fusions 0.1
 
 The paper judges a search by nDCG@10 and R@100 at one budget. A user who keeps the top 20 or 50 for a next stage
