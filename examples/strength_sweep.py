@@ -16,7 +16,10 @@ over seeds), and with --plot draws each measure against sigma with the seed spre
 when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
 included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top --fusion-head
 documents, T below them; --observed-fusion U adds the search's observation order there; every system alike);
---final-order sets every window search's final order. Offline
+--final-order sets every window search's final order; --listwise sees every reranker as a listwise one
+(analysis.ListwiseView: the same verdicts, but scores that only order each call's documents, as an LLM's ranking),
+so that final order 'auto' merges window positions ('dropped'), and GAR, which compares scores across its batches,
+warns. Offline
 artifacts (BM25 index, MiniLM vectors, graph, one partition per Leiden seed) are built once in --workdir and reused.
 A budget of at least the collection's documents warns (--strict: an error). Beside the CSV, OUT.json records the
 command, the code version, the numerics packages and the collection's fingerprint (examples/sweep_verdict.py
@@ -59,6 +62,9 @@ def main(argv=None):
     analysis.add_fusion_arguments(parser)
     parser.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                         help="every window search's final_order (default: each search's own default)")
+    parser.add_argument('--listwise', action='store_true',
+                        help='every reranker seen as a listwise one (analysis.ListwiseView): scores that only order '
+                             "each call's documents, as an LLM's ranking; final order 'auto' is then 'dropped'")
     parser.add_argument('--strict', action='store_true',
                         help='turn warnings (a budget of at least the collection size, below the window) into errors')
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
@@ -103,7 +109,7 @@ def main(argv=None):
                 minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
                 navigator=args.navigator, variants=variants, fusion=args.fusion,
                 final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
-                observed_fusion=args.observed_fusion, verbose=args.verbose)
+                observed_fusion=args.observed_fusion, listwise=args.listwise, verbose=args.verbose)
         except UserWarning as ex:  # only with --strict
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
@@ -117,7 +123,8 @@ def main(argv=None):
                                vectors_precision=analysis.vectors_precision(prepared))
     extra = ''.join(f', {part}' for part in analysis.describe_fusion(args.fusion, args.tail_fusion, args.fusion_head,
                                                                        args.observed_fusion)) + \
-        (f', final order {args.final_order}' if args.final_order else '')
+        (f', final order {args.final_order}' if args.final_order else '') + \
+        (', every reranker seen as listwise' if args.listwise else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
           f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
     with pd.option_context('display.width', 250, 'display.max_columns', 20, 'display.max_colwidth', 30):

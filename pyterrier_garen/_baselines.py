@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Optional
 
 import pyterrier as pt
 
-from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order, slide
+from ._driver import EVENT, QueryState, Search, WindowSearch, check_final_order, slide
 from ._garen import by_last_placement, window_loop
 from ._params import check_bool, check_positive
 
@@ -54,7 +54,7 @@ class SlidingWindowReranker(WindowSearch):
         self.final_order = final_order
         self.verbose = verbose
         self._check_sizes()
-        resolve_final_order(final_order, reranker)  # checks the value
+        check_final_order(final_order, reranker, context=type(self).__name__)
 
     def _search(self, state):
         ranking = state.r0[:self.budget]
@@ -106,7 +106,7 @@ class SlideGAR(WindowSearch):
         self.final_order = final_order
         self.verbose = verbose
         self._check_sizes()
-        resolve_final_order(final_order, reranker)  # checks the value
+        check_final_order(final_order, reranker, context=type(self).__name__)
 
     def _search(self, state):
         r0, seen, neighbours = state.r0, state.observed, state.neighbours
@@ -189,7 +189,7 @@ class RGS(WindowSearch):
         self._check_sizes()
         check_positive(queue_size=self.L, seed_size=self.seeds)
         check_bool(backfill=backfill)
-        resolve_final_order(final_order, reranker)  # checks the value
+        check_final_order(final_order, reranker, context=type(self).__name__)
 
     @property
     def L(self) -> int:  # noqa: N802 (paper notation)
@@ -277,7 +277,7 @@ class DocGAREN(WindowSearch):
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
-        resolve_final_order(final_order, reranker)  # checks the value
+        check_final_order(final_order, reranker, context=type(self).__name__)
 
     def _search(self, state: QueryState) -> Search:
         reranked = yield from window_loop(state, self._expand, window=self.window, keep=self.keep, budget=self.budget)

@@ -24,6 +24,7 @@ from ._params import Rebuildable, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
            'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail',
+           'check_final_order', 'warn_listwise_scores',
            'check_window']
 
 RERANK = 'rerank'
@@ -257,6 +258,31 @@ def is_listwise(reranker: Any) -> bool:
         if hasattr(stage, 'listwise'):
             return bool(stage.listwise)
     return False
+
+
+def warn_listwise_scores(reranker: Any, *, context: str, use: str, fix: str, stacklevel: int = 3) -> bool:
+    """Warn (``UserWarning``) when ``reranker`` declares ``listwise = True`` but the caller compares its scores
+    across calls (``use`` says how; ``fix`` what to do instead); returns whether it warned. ``stacklevel``: as
+    ``warnings.warn``'s, counted from the caller (the default names the caller's caller)."""
+    if not is_listwise(reranker):
+        return False
+    name = type(pipeline_stages(reranker)[-1]).__name__
+    warnings.warn(f'{context}: {use}, but the reranker ({name}) declares listwise = True: its scores only order the '
+                  'documents of one call, so documents from different calls are compared by their places in their '
+                  f'own calls (the best of every call tie); {fix}', stacklevel=stacklevel)
+    return True
+
+
+def check_final_order(final_order: str, reranker: Any, *, context: str) -> str:
+    """:func:`resolve_final_order` for a search's constructor: checks the value, and warns when ``'score'`` is asked
+    of a listwise reranker (whose scores do not compare across windows)."""
+    how = resolve_final_order(final_order, reranker)
+    if final_order == 'score':
+        warn_listwise_scores(reranker, context=context, use="final_order='score' orders the documents below the "
+                             "kept top by the reranker's scores from every window",
+                             fix="use final_order='auto' (or 'dropped'), which merges window positions",
+                             stacklevel=4)  # the constructor's caller
+    return how
 
 
 def resolve_final_order(final_order: str, reranker: Any) -> str:

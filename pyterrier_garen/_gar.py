@@ -9,7 +9,7 @@ import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
 
-from ._driver import _call, warn_budget_covers_collection
+from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores
 from ._params import Rebuildable
 
 __all__ = ['GAR']
@@ -24,7 +24,9 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
     produces, so every experiment with it printed a "Pipeline Validation Report". This subclass declares its
     output columns (``transform_outputs``), returns an empty frame for an empty input (without a scorer call) and
     has a ``repr`` that names its settings, and warns, as every search here does, when ``num_results`` is at least
-    the number of documents of the graph. Scores are the scorer's, except as the next paragraph says.
+    the number of documents of the graph. Scores are the scorer's, except as the next paragraph says. GAR ranks
+    every batch's documents together by score, so it needs a scorer whose scores compare across calls; it warns
+    when its scorer declares ``listwise = True`` (SlideGAR is GAR's form for listwise rerankers).
 
     The scorer's answers reach the algorithm as they reach every other search of this package: exactly the rows
     asked, in the order asked, with a score of ``-inf`` (ranked last, and a warning that counts them) where the
@@ -52,6 +54,8 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         # the parent stores every argument under its own name (batch_size=None: the scorer's, else 16)
         super().__init__(scorer, corpus_graph, num_results=num_results, batch_size=batch_size, backfill=backfill,
                          enabled=enabled, verbose=verbose)
+        warn_listwise_scores(scorer, context='GAR', use='GAR ranks the documents of all its batches together by score',
+                             fix='use SlideGAR (GAR for listwise rerankers) or a pointwise scorer')
 
     def transform_outputs(self, inp_columns: List[str]) -> List[str]:
         pt.validate.result_frame(inp_columns, extra_columns=['query', 'score'], context=self)

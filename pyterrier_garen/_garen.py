@@ -16,7 +16,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 import pyterrier as pt
 
-from ._driver import EVENT, QueryState, Search, WindowSearch, resolve_final_order
+from ._driver import EVENT, QueryState, Search, WindowSearch, check_final_order, resolve_final_order
 from ._fusion import fuse_first_stage
 from ._garen_state import GARENState, GroupView, by_value
 from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
@@ -554,7 +554,7 @@ class GAREN(WindowSearch):
         check_number('link_feedback', link_feedback, low=0, note='0 = off')
         check_number('dropped_vote', dropped_vote, low=0, high=1, note='1 = the paper: every window document votes 1')
         check_number('vote_weight', vote_weight, low=0, note='0 = off: the navigator score alone')
-        resolve_final_order(final_order, reranker)  # checks the value
+        check_final_order(final_order, reranker, context=type(self).__name__)
         check_choice('member_order', member_order, MEMBER_ORDERS)
         check_bool(propagate=propagate, trace=trace)
         check_number('adaptive_interleave', adaptive_interleave, low=0, high=1, high_open=True,

@@ -189,7 +189,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    navigator: str = 'centroid', qrels: Optional[pd.DataFrame] = None,
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
                    fusion: float = 0.0, final_order: Optional[str] = None, tail_fusion: Optional[float] = None,
-                   fusion_head: int = 10, observed_fusion: Optional[float] = None,
+                   fusion_head: int = 10, observed_fusion: Optional[float] = None, listwise: bool = False,
                    verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
@@ -227,6 +227,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         fusion_head: documents above the tail fusion.
         observed_fusion: that fusion's weight of each search's observation order below the head (0 = none; None:
             0, or GAREN+'s with ``fusion`` alone).
+        listwise: every reranker seen as a listwise one (:class:`~pyterrier_garen.analysis.ListwiseView`): the same
+            verdicts, but each call's scores only order that call's documents, as an LLM's ranking does (the
+            searches' ``final_order='auto'`` then merges window positions, ``'dropped'``).
         verbose: progress bars.
 
     Returns:
@@ -239,7 +242,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from ._compare import bm25_first_stage, build_systems, evaluation_qrels, fusion_stage, resolve_fusion
     from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
     from ._errors import each_warning_once
-    from ._simulation import SimulatedReranker
+    from ._simulation import ListwiseView, SimulatedReranker
     from .datasets import remove_excluded
     budgets = [budget] if budgets is None else list(budgets)
     check_sweep_arguments(sigmas=sigmas, noise_seeds=noise_seeds, partition_seeds=partition_seeds, budgets=budgets,
@@ -271,6 +274,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         for sigma in sigmas for seed in noise_seeds]
     if minilm:
         rerankers.append(('MiniLM', math.nan, math.nan, VectorScorer(prepared.vectors, encoder)))
+    if listwise:
+        rerankers = [(kind, sigma, seed, ListwiseView(reranker)) for kind, sigma, seed, reranker in rerankers]
     frames = []
     with each_warning_once(), warnings.catch_warnings():  # every run of the loop builds its pipelines anew
         if any(warned):  # the sweep said it for the collection (above); each search would say it again

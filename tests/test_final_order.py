@@ -235,7 +235,8 @@ def test_auto_takes_the_rerankers_declaration_not_score_order():
         return GAREN(_LaterWindowsScoreHigher(), graph, DictScorer(NAVIGATE), window=4, keep=2, budget=10,
                      group_budget=2, tau_switch=1, propagate=False, final_order=final_order)(
             first_stage(R0)).docno.tolist()
-    assert run('score') != run('dropped')
+    with pytest.warns(UserWarning, match="final_order='score' orders"):  # what 'score' does here is the defect
+        assert run('score') != run('dropped')
     assert run('auto') == run('dropped')
 
 
@@ -259,3 +260,34 @@ def test_propagation_under_score_order_places_the_top_ten_only(seed):
     assert len(got) == 25
     assert run(0.0) == by_score  # no group term: nothing moves
     assert got[:10] != by_score[:10]  # alpha 2 lifts group members within the head (else the test proves nothing)
+
+
+def _searches(reranker, final_order):
+    """Every window search of the package, built with ``reranker`` and ``final_order``."""
+    graph = ToyGroupGraph(ADJACENCY, GROUPS)
+    return {'GAREN': lambda: GAREN(reranker, graph, DictScorer(NAVIGATE), final_order=final_order),
+            'DocGAREN': lambda: DocGAREN(reranker, graph, DictScorer({}), final_order=final_order),
+            'SlideGAR': lambda: SlideGAR(reranker, graph, final_order=final_order),
+            'RGS': lambda: RGS(reranker, graph, final_order=final_order),
+            'SlidingWindowReranker': lambda: SlidingWindowReranker(reranker, final_order=final_order)}
+
+
+@pytest.mark.parametrize('reranker', [_Listwise(), DictScorer({}) >> _Listwise()], ids=['alone', 'last stage'])
+def test_score_order_of_a_listwise_reranker_warns_at_construction(reranker, recwarn):
+    # 'score' compares the reranker's scores across windows; a listwise reranker's only order one window
+    for name, make in _searches(reranker, 'score').items():
+        with pytest.warns(UserWarning, match='declares listwise') as caught:
+            make()
+        assert len(caught) == 1, name
+        message = str(caught[0].message)
+        assert message.startswith(f"{name}: final_order='score' orders"), message
+        assert '(_Listwise) declares listwise = True' in message
+        assert "final_order='auto'" in message
+        assert caught[0].filename == __file__  # points at the code that built the search
+    recwarn.clear()
+    for order in ('auto', 'dropped', 'paper'):  # what a listwise reranker is meant to get
+        for make in _searches(reranker, order).values():
+            make()
+    for make in _searches(DictScorer({}), 'score').values():  # pointwise: scores compare across windows
+        make()
+    assert not [w for w in recwarn if 'listwise' in str(w.message)]

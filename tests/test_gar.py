@@ -152,3 +152,26 @@ def test_a_budget_that_covers_the_collection_warns(budget, warns):
     assert said == ([f'GAR: budget={budget} is at least the 6 documents of the collection, so every adaptive search '
                      're-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
                      'size to compare the searches'] if warns else [])
+
+
+class _ListwiseStage(pt.Transformer):
+    """Declares window-relative scores: each call's rows scored by their position in the call (best first)."""
+    listwise = True
+
+    def transform(self, inp):
+        return inp.assign(score=[float(len(inp) - i) for i in range(len(inp))])
+
+
+def test_gar_warns_that_a_listwise_scorer_does_not_compare_across_batches(recwarn):
+    graph = GRAPH
+    identity = pt.Transformer.from_df(pd.DataFrame({'qid': [], 'docno': []}))
+    for scorer in (_ListwiseStage(), identity >> _ListwiseStage()):
+        with pytest.warns(UserWarning, match=r'^GAR: GAR ranks the documents of all its batches together by score, '
+                          r'but the reranker \(_ListwiseStage\) declares listwise = True') as caught:
+            GAR(scorer, graph, num_results=10)
+        assert len(caught) == 1
+        assert 'use SlideGAR' in str(caught[0].message)
+        assert caught[0].filename == __file__
+    recwarn.clear()
+    GAR(pt.apply.score(lambda row: 1.0), graph, num_results=10)  # a pointwise scorer: nothing to say
+    assert not [w for w in recwarn if 'listwise' in str(w.message)]

@@ -186,6 +186,29 @@ def test_final_order_reaches_every_search_and_the_variants(small):
     assert default['nDCG@10'] != pytest.approx(_cell(table, 'GAREN')['nDCG@10'])  # the paper's order is another
 
 
+def test_listwise_gives_every_search_the_same_verdicts_as_window_positions(small):
+    # ListwiseView keeps each window's order and drops the scale, so by an independent route: the sliding window
+    # (one list sorted in place) is unchanged, GAREN with 'auto' is the pointwise GAREN with final_order='dropped',
+    # and GAR, which compares scores across batches, changes (and says so)
+    _, prepared = small
+    qrels = garen.evaluation_qrels(prepared.dataset)
+    qids = _judged(prepared.dataset, qrels)
+    reranker = SimulatedReranker(qrels, noise=2.0, seed=0)
+    kwargs = {**ONE, 'sigmas': (2.0,)}
+    with pytest.warns(UserWarning, match='GAR: GAR ranks the documents of all its batches together by score'):
+        table, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAR', 'GAREN'], budget=120, listwise=True,
+                                           **kwargs)
+    pointwise, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAR', 'GAREN'], budget=120, **kwargs)
+    _assert_cell(_cell(table, 'Rerank'), _by_hand(prepared, SlidingWindowReranker(reranker, budget=120), qids))
+    _assert_cell(_cell(table, 'Rerank'), _cell(pointwise, 'Rerank'))
+    dropped = _by_hand(prepared, GAREN(reranker, prepared.groups, VoteNavigator(), budget=120, final_order='dropped'),
+                       qids)
+    _assert_cell(_cell(table, 'GAREN'), dropped)
+    assert dropped != _by_hand(prepared, GAREN(reranker, prepared.groups, VoteNavigator(), budget=120), qids)
+    assert _cell(table, 'GAR')['nDCG@10'] != pytest.approx(_cell(pointwise, 'GAR')['nDCG@10'])
+    assert table.reranker.tolist() == ['simulated'] * 3  # the kind of verdict; the command line says listwise
+
+
 def test_excluded_documents_leave_every_run_before_it_is_scored(small, tmp_path):
     root, _ = small
     folder = tmp_path / 'collection'
