@@ -260,35 +260,37 @@ def is_listwise(reranker: Any) -> bool:
     return False
 
 
-def warn_listwise_scores(reranker: Any, *, context: str, use: str, fix: str, stacklevel: int = 3) -> bool:
+def warn_listwise_scores(reranker: Any, *, context: str, use: str, fix: str, stacklevel: int = 3) -> None:
     """Warn (``UserWarning``) when ``reranker`` declares ``listwise = True`` but the caller compares its scores
-    across calls (``use`` says how; ``fix`` what to do instead); returns whether it warned. ``stacklevel``: as
-    ``warnings.warn``'s, counted from the caller (the default names the caller's caller)."""
+    across calls (``use`` says how; ``fix`` what to do instead). ``stacklevel``: as ``warnings.warn``'s, counted
+    from the caller (the default names the caller's caller)."""
     if not is_listwise(reranker):
-        return False
+        return
     name = type(pipeline_stages(reranker)[-1]).__name__
     warnings.warn(f'{context}: {use}, but the reranker ({name}) declares listwise = True: its scores only order the '
                   'documents of one call, so documents from different calls are compared by their places in their '
                   f'own calls (the best of every call tie); {fix}', stacklevel=stacklevel)
-    return True
 
 
-def check_final_order(final_order: str, reranker: Any, *, context: str) -> str:
-    """:func:`resolve_final_order` for a search's constructor: checks the value, and warns when ``'score'`` is asked
-    of a listwise reranker (whose scores do not compare across windows)."""
-    how = resolve_final_order(final_order, reranker)
+def check_final_order(final_order: str, reranker: Any, *, context: str) -> None:
+    """For a search's constructor: ``ValueError`` for a ``final_order`` not in :data:`FINAL_ORDERS`, and a warning
+    when ``'score'`` is asked of a listwise reranker (whose scores do not compare across windows)."""
+    _check_final_order_value(final_order)
     if final_order == 'score':
         warn_listwise_scores(reranker, context=context, use="final_order='score' orders the documents below the "
                              "kept top by the reranker's scores from every window",
                              fix="use final_order='auto' (or 'dropped'), which merges window positions",
                              stacklevel=4)  # the constructor's caller
-    return how
+
+
+def _check_final_order_value(final_order: str) -> None:
+    if final_order not in FINAL_ORDERS:
+        raise ValueError(f'final_order must be one of {FINAL_ORDERS}, got {final_order!r}')
 
 
 def resolve_final_order(final_order: str, reranker: Any) -> str:
     """``final_order`` with ``'auto'`` resolved: ``'dropped'`` for a listwise reranker, else ``'score'``."""
-    if final_order not in FINAL_ORDERS:
-        raise ValueError(f'final_order must be one of {FINAL_ORDERS}, got {final_order!r}')
+    _check_final_order_value(final_order)
     if final_order == 'auto':
         return 'dropped' if is_listwise(reranker) else 'score'
     return final_order

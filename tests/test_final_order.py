@@ -1,4 +1,5 @@
 """``final_order``: what every window search does with the verdicts of documents that left its windows."""
+import inspect
 import math
 import random
 
@@ -279,11 +280,15 @@ def test_score_order_of_a_listwise_reranker_warns_at_construction(reranker, recw
         with pytest.warns(UserWarning, match='declares listwise') as caught:
             make()
         assert len(caught) == 1, name
-        message = str(caught[0].message)
-        assert message.startswith(f"{name}: final_order='score' orders"), message
-        assert '(_Listwise) declares listwise = True' in message
-        assert "final_order='auto'" in message
+        assert str(caught[0].message) == (
+            f"{name}: final_order='score' orders the documents below the kept top by the reranker's scores from every "
+            'window, but the reranker (_Listwise) declares listwise = True: its scores only order the documents of one '
+            'call, so documents from different calls are compared by their places in their own calls (the best of '
+            "every call tie); use final_order='auto' (or 'dropped'), which merges window positions")
         assert caught[0].filename == __file__  # points at the code that built the search
+    with pytest.warns(UserWarning, match='declares listwise') as caught:  # built here, not in a helper
+        SlideGAR(reranker, ToyGroupGraph(ADJACENCY, GROUPS), final_order='score')
+    assert (caught[0].filename, caught[0].lineno) == (__file__, inspect.currentframe().f_lineno - 1)
     recwarn.clear()
     for order in ('auto', 'dropped', 'paper'):  # what a listwise reranker is meant to get
         for make in _searches(reranker, order).values():

@@ -170,7 +170,11 @@ def test_gar_warns_that_a_listwise_scorer_does_not_compare_across_batches(recwar
                           r'but the reranker \(_ListwiseStage\) declares listwise = True') as caught:
             GAR(scorer, graph, num_results=10)
         assert len(caught) == 1
-        assert 'use SlideGAR' in str(caught[0].message)
+        assert str(caught[0].message) == (
+            'GAR: GAR ranks the documents of all its batches together by score, but the reranker (_ListwiseStage) '
+            'declares listwise = True: its scores only order the documents of one call, so documents from different '
+            'calls are compared by their places in their own calls (the best of every call tie); use SlideGAR (GAR '
+            'for listwise rerankers) or a pointwise scorer')
         assert caught[0].filename == __file__
     recwarn.clear()
     GAR(pt.apply.score(lambda row: 1.0), graph, num_results=10)  # a pointwise scorer: nothing to say
