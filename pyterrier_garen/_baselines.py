@@ -60,7 +60,7 @@ class SlidingWindowReranker(WindowSearch):
         ranking = state.r0[:self.budget]
         state.observed.update((d, 1) for d in ranking)
         yield from slide(ranking, self.window, self.stride, state=state)
-        return self._final(state, ranking, self.stride, kept_list=True)
+        return self._final(state, ranking, self.stride, sorted_list=len(ranking))
 
 
 class SlideGAR(WindowSearch):
@@ -168,8 +168,9 @@ class RGS(WindowSearch):
             stride: distance between consecutive windows.
             seed_size: first-stage documents seeding ``Q``; default ``max(1, budget // 5)``.
             final_order: below the top ``stride`` of ``Q``: ``'paper'`` (``Q``, then the truncated documents, most
-                recent first), ``'score'`` (by reranker score) or ``'auto'`` (``'score'`` unless the reranker
-                declares ``listwise = True``; ``'dropped'`` is RGS's own order, as its windows sort one queue).
+                recent first), ``'score'`` (by reranker score), ``'dropped'`` (``Q`` as its windows sorted it, then
+                the truncated documents by the place their last window gave them, ties most recent first) or
+                ``'auto'`` (``'dropped'`` when the reranker declares ``listwise = True``, else ``'score'``).
             backfill: (beyond the reference code) when no document of ``Q`` has unseen neighbours left while budget
                 remains, the next unseen first-stage documents (``seed_size`` of them, at most the budget left) enter
                 ``Q`` as new documents and the search goes on from them; False: the search ends there, as in the
@@ -226,7 +227,7 @@ class RGS(WindowSearch):
                         break
             if not new and self.backfill and len(seen) < self.budget:  # the graph ran out around Q
                 new = list(islice(state.unobserved_r0(), min(self.seeds, self.budget - len(seen))))
-        return self._final(state, queue + dropped, min(self.stride, len(queue)), kept_list=True)
+        return self._final(state, queue + dropped, min(self.stride, len(queue)), sorted_list=len(queue))
 
 
 class DocGAREN(WindowSearch):

@@ -476,15 +476,18 @@ class WindowSearch(Rebuildable, pt.Transformer):
     state_class: type = QueryState
     final_order: str = 'paper'
 
-    def _final(self, state: QueryState, order: Sequence[str], head: int, *, kept_list: bool = False) -> List[str]:
+    def _final(self, state: QueryState, order: Sequence[str], head: int, *, sorted_list: int = 0) -> List[str]:
         """The search's own final ``order`` with its tail re-ordered as ``final_order`` says (:func:`order_tail`).
 
-        ``kept_list``: the search keeps one list that its windows sort in place (sliding window, RGS), so the
-        list's own order is already the merge of window-relative evidence and ``'dropped'`` leaves it as it is.
+        ``sorted_list``: the first ``sorted_list`` documents of ``order`` are one list that the search's windows sort
+        in place (the sliding window's whole list, RGS's queue), so their order is already a merge of the windows'
+        relative evidence and ``'dropped'`` leaves them as they are; below them (RGS's documents truncated from the
+        queue, which no window compared with each other) ``'dropped'`` orders by the place each document's last
+        window gave it.
         """
         how = resolve_final_order(self.final_order, self.reranker)
-        if how == 'dropped' and kept_list:
-            how = 'paper'
+        if how == 'dropped':
+            head = max(head, sorted_list)
         return order_tail(order, head, how, scores=state.scores, last=state.last)
 
     def _graph(self) -> Any:

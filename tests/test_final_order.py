@@ -135,14 +135,57 @@ def test_score_order_is_sorting_for_pointwise_scorers(seed):
         assert paper != score, name  # the paper orders differ from score order here (else the test proves nothing)
 
 
-def test_kept_list_searches_treat_dropped_as_their_own_order():
+def test_the_sliding_window_keeps_its_own_order_under_dropped():
+    # one bottom-up pass sorts one list in place: its order already merges the windows' relative evidence
     rnd = random.Random(5)
     docs, graph = _random_graph(rnd)
     r0 = rnd.sample(docs, 40)
     scorer = HashScorer()
-    for make in (lambda fo: SlidingWindowReranker(scorer, window=6, stride=3, budget=25, final_order=fo),
-                 lambda fo: RGS(scorer, graph, window=6, stride=3, budget=25, final_order=fo)):
-        assert make('dropped')(first_stage(r0)).docno.tolist() == make('paper')(first_stage(r0)).docno.tolist()
+
+    def make(fo):
+        return SlidingWindowReranker(scorer, window=6, stride=3, budget=25, final_order=fo)
+    assert make('dropped')(first_stage(r0)).docno.tolist() == make('paper')(first_stage(r0)).docno.tolist()
+
+
+class _PlacesRecorded(pt.Transformer):
+    """A listwise view of a hash scorer that records where each call placed each document (0-based, best first)."""
+    listwise = True
+
+    def __init__(self):
+        self.scorer = HashScorer(salt='rgs')
+        self.places = []  # per call: {docno: place}
+
+    def transform(self, inp):
+        scores = [self.scorer.score(q, d) for q, d in zip(inp['query'], inp['docno'])]
+        order = sorted(range(len(inp)), key=lambda i: -scores[i])
+        self.places.append({inp['docno'].iloc[i]: place for place, i in enumerate(order)})
+        return inp.assign(score=[float(len(inp) - order.index(i)) for i in range(len(inp))])
+
+
+@pytest.mark.parametrize('seed', [5, 6, 7])
+def test_rgs_dropped_keeps_the_queue_and_orders_what_was_truncated_by_its_last_place(seed):
+    # RGS's own order puts the documents truncated from Q most recent first: one truncated early, even at the top
+    # of its last window, sinks below every later one. 'dropped' (what 'auto' gives a listwise reranker) keeps Q
+    # as its windows sorted it and orders the truncated ones by the place their last window gave them, ties most
+    # recent first. The places are read from the reranker's side (an independent route to the driver's record).
+    rnd = random.Random(seed)
+    docs, graph = _random_graph(rnd)
+    r0 = rnd.sample(docs, 40)
+
+    def run(fo):
+        reranker = _PlacesRecorded()
+        out = RGS(reranker, graph, window=6, stride=3, budget=30, queue_size=8, final_order=fo)(first_stage(r0))
+        return out.docno.tolist(), reranker.places
+    paper, places = run('paper')
+    last = {}
+    for call in places:
+        last.update(call)
+    expected = paper[:8] + sorted(paper[8:], key=lambda d: last[d])  # stable: ties keep the recency order
+    dropped, _ = run('dropped')
+    assert dropped == expected
+    assert run('auto')[0] == dropped
+    assert dropped != paper  # the orders differ here (else the test proves nothing)
+    assert len(set(last[d] for d in paper[8:])) < len(paper[8:])  # and ties occur
 
 
 class _Listwise(pt.Transformer):

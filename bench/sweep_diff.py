@@ -1,0 +1,123 @@
+"""Two sets of strength-sweep CSVs side by side: what one change of the sweep's command did to every row.
+
+    python bench/sweep_diff.py --a cranfield=listwise-cranfield.csv --b cranfield=cranfield.csv \
+        --names listwise pointwise
+    python bench/sweep_diff.py --a cranfield=listwise-cranfield.csv --b cranfield=listwise-paper-cranfield.csv \
+        --names dropped paper --systems SlideGAR GAREN GAREN+ --budgets 200 400
+
+Each --a and --b names a collection and a CSV that examples/strength_sweep.py wrote (repeat the option for more
+collections). Rows are matched on collection, system, reranker, sigma, noise seed, partition seed and budget; only
+rows both sides hold are compared. Each measure is computed from the per-query values beside each CSV
+(X.perquery.csv.gz), over the queries both sides evaluated (a sweep run on the first 100 queries and one on all of
+them compare on those 100), and averaged over partition seeds. Prints, per measure, one row per collection, system,
+reranker and budget: A, B, A - B, the queries on which A is higher and lower, and the two-sided paired t-test over
+the queries; then, per system, how many rows A is above, level with (|A - B| < 0.0005) and below B. Reads only the
+files: nothing is run. --out also writes the table as CSV.
+"""
+import argparse
+import math
+import sys
+
+import pandas as pd
+from scipy.stats import ttest_rel
+
+from pyterrier_garen import analysis
+
+KEYS = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'budget']
+MEASURES = ('nDCG@10', 'R@100')
+LEVEL = 0.0005
+
+
+def _files(pairs):
+    out = {}
+    for pair in pairs:
+        collection, sep, path = pair.partition('=')
+        if not sep or not collection or not path:
+            raise ValueError(f'expected COLLECTION=PATH, got {pair!r}')
+        out.setdefault(collection, []).append(path)
+    return out
+
+
+def _config(frame):
+    return frame.reranker.where(frame.reranker == 'MiniLM', 'sigma=' + frame.sigma.map('{:g}'.format))
+
+
+def compare(a: pd.DataFrame, b: pd.DataFrame, names=('A', 'B')) -> pd.DataFrame:
+    """Per-query tables of two sweeps (``load_per_query``'s columns) -> one row per matched key and measure.
+
+    Columns: the keys, ``measure``, the two names, ``delta`` (first minus second), ``higher``/``lower`` (queries on
+    which the first is above / below the second), ``queries`` and ``p`` (two-sided paired t-test; NaN when every
+    difference is 0 or fewer than two queries).
+    """
+    first, second = names
+    keys = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'budget', 'qid']
+    sides = []
+    for frame in (a, b):
+        frame = frame.assign(qid=frame.qid.astype(str), sigma=frame.sigma.fillna(-1.0),
+                             noise_seed=frame.noise_seed.fillna(-1.0))
+        sides.append(frame.groupby(keys, sort=False)[list(MEASURES)].mean())  # over partition seeds
+    joined = sides[0].merge(sides[1], how='inner', left_index=True, right_index=True,
+                            suffixes=('_a', '_b')).reset_index()
+    rows = []
+    for key, group in joined.groupby(KEYS, sort=False):
+        for measure in MEASURES:
+            x, y = group[f'{measure}_a'], group[f'{measure}_b']
+            diff = x - y
+            p = math.nan
+            if len(group) > 1 and diff.abs().sum() > 0:
+                p = float(ttest_rel(x, y).pvalue)
+            rows.append({**dict(zip(KEYS, key)), 'measure': measure, first: x.mean(), second: y.mean(),
+                         'delta': diff.mean(), 'higher': int((diff > 0).sum()), 'lower': int((diff < 0).sum()),
+                         'queries': len(group), 'p': p})
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out['sigma'] = out.sigma.where(out.sigma >= 0)
+    out['noise_seed'] = out.noise_seed.where(out.noise_seed >= 0)
+    return out
+
+
+def counts(table: pd.DataFrame) -> pd.DataFrame:
+    """Per measure and system: rows where the first sweep is above, level with (within ``LEVEL``) and below."""
+    return (table.assign(side=pd.cut(table.delta, [-math.inf, -LEVEL, LEVEL - 1e-15, math.inf],
+                                     labels=['below', 'level', 'above']))
+            .groupby(['measure', 'system'], sort=False, observed=False).side.value_counts().unstack()
+            [['above', 'level', 'below']])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--a', action='append', required=True, metavar='COLLECTION=CSV', help='the first sweep')
+    parser.add_argument('--b', action='append', required=True, metavar='COLLECTION=CSV', help='the second sweep')
+    parser.add_argument('--names', nargs=2, default=['A', 'B'], help='what to call the two sides')
+    parser.add_argument('--systems', nargs='+', help='only these systems')
+    parser.add_argument('--budgets', nargs='+', type=int, help='only these budgets')
+    parser.add_argument('--out', help='also write the table as CSV')
+    args = parser.parse_args(argv)
+    if args.names[0] == args.names[1]:
+        parser.error('--names must differ')
+    try:
+        a, b = analysis.load_per_query(_files(args.a)), analysis.load_per_query(_files(args.b))
+    except ValueError as ex:
+        parser.error(str(ex))
+    table = compare(a, b, args.names)
+    if table.empty:
+        raise SystemExit('error: the two sides hold no row in common (collection, system, reranker, sigma, noise '
+                         'seed and budget)')
+    if args.systems:
+        table = table[table.system.isin(args.systems)]
+    if args.budgets:
+        table = table[table.budget.isin(args.budgets)]
+    if args.out:
+        table.to_csv(args.out, index=False)
+    shown = table.assign(reranker=_config(table)).drop(columns=['sigma', 'noise_seed'])
+    with pd.option_context('display.width', 250, 'display.max_rows', 1000):
+        for measure in MEASURES:
+            print(f'\n{measure}: {args.names[0]} - {args.names[1]}')
+            print(shown[shown.measure == measure].drop(columns='measure').round(4).to_string(index=False))
+        print(f'\nrows where {args.names[0]} is above, level with (|delta| < {LEVEL}) and below {args.names[1]}')
+        print(counts(table).to_string())
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])
