@@ -5,14 +5,14 @@
     python bench/sweep_diff.py --a cranfield=listwise-cranfield.csv --b cranfield=listwise-paper-cranfield.csv \
         --names dropped paper --systems SlideGAR GAREN GAREN+ --budgets 200 400
 
-Each --a and --b names a collection and a CSV that examples/strength_sweep.py wrote (repeat the option for more
-collections). Rows are matched on collection, system, reranker, sigma, noise seed, partition seed and budget; only
-rows both sides hold are compared. Each measure is computed from the per-query values beside each CSV
-(X.perquery.csv.gz), over the queries both sides evaluated (a sweep run on the first 100 queries and one on all of
-them compare on those 100), and averaged over partition seeds. Prints, per measure, one row per collection, system,
-reranker and budget: A, B, A - B, the queries on which A is higher and lower, and the two-sided paired t-test over
-the queries; then, per system, how many rows A is above, level with (|A - B| < 0.0005) and below B. Reads only the
-files: nothing is run. --out also writes the table as CSV.
+Each --a and --b names a collection and the CSVs examples/strength_sweep.py wrote for it (COLLECTION=PATH[,PATH...],
+as examples/sweep_verdict.py takes them; repeat the option for more collections). Each measure is computed from the
+per-query values beside each CSV (X.perquery.csv.gz), each side's averaged over its partition seeds, and rows are
+matched on collection, system, reranker, sigma, noise seed, budget and query: only what both sides hold is compared
+(a sweep run on the first 100 queries and one on all of them compare on those 100). Prints, per measure, one row
+per collection, system, reranker and budget: A, B, A - B, the queries on which A is higher and lower, and the
+two-sided paired t-test over the queries; then, per system, how many rows A is above, level with
+(|A - B| < 0.0005) and below B. Reads only the files: nothing is run. --out also writes the table as CSV.
 """
 import argparse
 import math
@@ -26,16 +26,6 @@ from pyterrier_garen import analysis
 KEYS = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'budget']
 MEASURES = ('nDCG@10', 'R@100')
 LEVEL = 0.0005
-
-
-def _files(pairs):
-    out = {}
-    for pair in pairs:
-        collection, sep, path = pair.partition('=')
-        if not sep or not collection or not path:
-            raise ValueError(f'expected COLLECTION=PATH, got {pair!r}')
-        out.setdefault(collection, []).append(path)
-    return out
 
 
 def _config(frame):
@@ -87,8 +77,9 @@ def counts(table: pd.DataFrame) -> pd.DataFrame:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--a', action='append', required=True, metavar='COLLECTION=CSV', help='the first sweep')
-    parser.add_argument('--b', action='append', required=True, metavar='COLLECTION=CSV', help='the second sweep')
+    files = 'COLLECTION=CSV[,CSV...]'
+    parser.add_argument('--a', action='append', required=True, metavar=files, help='the first sweep')
+    parser.add_argument('--b', action='append', required=True, metavar=files, help='the second sweep')
     parser.add_argument('--names', nargs=2, default=['A', 'B'], help='what to call the two sides')
     parser.add_argument('--systems', nargs='+', help='only these systems')
     parser.add_argument('--budgets', nargs='+', type=int, help='only these budgets')
@@ -97,7 +88,8 @@ def main(argv=None):
     if args.names[0] == args.names[1]:
         parser.error('--names must differ')
     try:
-        a, b = analysis.load_per_query(_files(args.a)), analysis.load_per_query(_files(args.b))
+        a, b = analysis.load_per_query(analysis.parse_sweep_files(args.a)), \
+            analysis.load_per_query(analysis.parse_sweep_files(args.b))
     except ValueError as ex:
         parser.error(str(ex))
     table = compare(a, b, args.names)

@@ -40,14 +40,11 @@ from pyterrier_garen import analysis
 
 
 def parse_files(items):
-    """``['name=a.csv,b.csv', ...]`` -> ``{'name': ['a.csv', 'b.csv']}``."""
-    files = {}
-    for item in items:
-        name, sep, paths = item.partition('=')
-        if not sep or not name or not paths:
-            raise SystemExit(f'{item!r}: expected COLLECTION=PATH[,PATH...], e.g. cranfield=cranfield.csv')
-        files.setdefault(name, []).extend(p for p in paths.split(',') if p)
-    return files
+    """``['name=a.csv,b.csv', ...]`` -> ``{'name': ['a.csv', 'b.csv']}``; a malformed item exits with its message."""
+    try:
+        return analysis.parse_sweep_files(items)
+    except ValueError as ex:
+        raise SystemExit(str(ex)) from ex
 
 
 def markdown(frame):

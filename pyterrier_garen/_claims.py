@@ -178,6 +178,22 @@ def stratified_paired_interval(deltas: Sequence[Sequence[float]], level: float =
     return mean - half, mean + half
 
 
+def parse_sweep_files(items: Sequence[str]) -> Dict[str, List[str]]:
+    """Command-line arguments ``COLLECTION=PATH[,PATH...]`` -> ``{collection: [paths]}`` (a collection named twice
+    gets the paths of both), as :func:`load_sweeps` and :func:`load_per_query` take them.
+
+    Raises:
+        ValueError: for an argument without a collection or a path.
+    """
+    files: Dict[str, List[str]] = {}
+    for item in items:
+        name, sep, paths = item.partition('=')
+        if not sep or not name or not paths:
+            raise ValueError(f'{item!r}: expected COLLECTION=PATH[,PATH...], e.g. cranfield=cranfield.csv')
+        files.setdefault(name, []).extend(p for p in paths.split(',') if p)
+    return files
+
+
 def _paths(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]):
     """``(collection, Path)`` for every file of ``{collection: path or paths}``, in order."""
     for collection, paths in files.items():

@@ -29,7 +29,8 @@ import pandas as pd
 import pyterrier as pt
 
 from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, fusion_weight_margins,
-                      load_per_query, load_sweeps, monotonicity_summary, per_query_path, provenance_notes,
+                      load_per_query, load_sweeps, monotonicity_summary, parse_sweep_files, per_query_path,
+                      provenance_notes,
                       strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
 from ._params import check_int
@@ -48,7 +49,8 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
            'fusion_weight_margins', 'strength_response',
-           'load_per_query', 'per_query_path', 'stratified_paired_test', 'stratified_paired_interval', 'ALPHA',
+           'load_per_query', 'per_query_path', 'parse_sweep_files', 'stratified_paired_test',
+           'stratified_paired_interval', 'ALPHA',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
 
 

@@ -170,12 +170,16 @@ def test_a_budget_at_least_the_collection_warns_naming_the_sweep(small):
     assert covering[0].startswith('strength_sweep: budget=160 is at least the 160 documents')
 
 
-def test_final_order_reaches_every_search_and_the_variants(small):
+def _sigma_two(small):
+    """``(prepared, judged qids, the simulated reranker at sigma 2, the sweep's arguments for it)``."""
     _, prepared = small
     qrels = garen.evaluation_qrels(prepared.dataset)
-    qids = _judged(prepared.dataset, qrels)
-    reranker = SimulatedReranker(qrels, noise=2.0, seed=0)
-    kwargs = {**ONE, 'sigmas': (2.0,)}
+    return prepared, _judged(prepared.dataset, qrels), SimulatedReranker(qrels, noise=2.0, seed=0), \
+        {**ONE, 'sigmas': (2.0,)}
+
+
+def test_final_order_reaches_every_search_and_the_variants(small):
+    prepared, qids, reranker, kwargs = _sigma_two(small)
     table, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=30, final_order='paper',
                                        variants={'GAREN-t1': {'tau_switch': 1}}, **kwargs)
     for name, options in (('GAREN', {}), ('GAREN-t1', {'tau_switch': 1})):
@@ -190,11 +194,7 @@ def test_listwise_gives_every_search_the_same_verdicts_as_window_positions(small
     # ListwiseView keeps each window's order and drops the scale, so by an independent route: the sliding window
     # (one list sorted in place) is unchanged, GAREN with 'auto' is the pointwise GAREN with final_order='dropped',
     # and GAR, which compares scores across batches, changes (and says so)
-    _, prepared = small
-    qrels = garen.evaluation_qrels(prepared.dataset)
-    qids = _judged(prepared.dataset, qrels)
-    reranker = SimulatedReranker(qrels, noise=2.0, seed=0)
-    kwargs = {**ONE, 'sigmas': (2.0,)}
+    prepared, qids, reranker, kwargs = _sigma_two(small)
     with pytest.warns(UserWarning, match='GAR: GAR ranks the documents of all its batches together by score'):
         table, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAR', 'GAREN'], budget=120, listwise=True,
                                            **kwargs)
