@@ -108,6 +108,14 @@ def test_links_point_into_the_repository(path):
         assert base.exists() or base.with_suffix('.rst').exists(), f'{path.name} links to missing {link}'
 
 
+@pytest.mark.parametrize('path', MARKDOWN, ids=[p.name for p in MARKDOWN])
+def test_no_code_block_is_empty(path):
+    """A fenced block holds something: an empty one is a table or an output that was meant to be pasted."""
+    blocks = re.findall(r'^```[^\n]*\n(.*?)^```', path.read_text(), flags=re.M | re.S)
+    empty = [i for i, block in enumerate(blocks) if not block.strip()]
+    assert not empty, f'{path.name}: fenced blocks {empty} (counted from 0) are empty'
+
+
 @pytest.mark.filterwarnings('ignore:The mapping interface for autodoc options')
 def test_pt_docs_build_with_sphinx(tmp_path):
     pytest.importorskip('sphinx', reason='the test extra (sphinx) is not installed')
