@@ -12,7 +12,8 @@ matched on collection, system, reranker, sigma, noise seed, budget and query: on
 (a sweep run on the first 100 queries and one on all of them compare on those 100). Prints, per measure, one row
 per collection, system, reranker and budget: A, B, A - B, the queries on which A is higher and lower, and the
 two-sided paired t-test over the queries; then, per system, how many rows A is above, level with
-(|A - B| < 0.0005) and below B. Reads only the files: nothing is run. --out also writes the table as CSV.
+(|A - B| < 0.0005) and below B; with several collections, also each row's mean over them. Reads only the files:
+nothing is run. --out also writes the table as CSV.
 """
 import argparse
 import math
@@ -67,6 +68,19 @@ def compare(a: pd.DataFrame, b: pd.DataFrame, names=('A', 'B')) -> pd.DataFrame:
     return out
 
 
+def means(table: pd.DataFrame, names=('A', 'B')) -> pd.DataFrame:
+    """Per measure, system, reranker and budget: the two sides and their difference averaged over the collections
+    (each collection counts once, whatever its number of queries), and on how many collections the first is above
+    the second by at least ``LEVEL`` (``ahead``) out of how many (``collections``)."""
+    first, second = names
+    keys = ['measure', 'system', 'reranker', 'sigma', 'budget']
+    frame = table.assign(sigma=table.sigma.fillna(-1.0), ahead=table.delta >= LEVEL)
+    out = (frame.groupby(keys, sort=False)
+           .agg(**{first: (first, 'mean'), second: (second, 'mean'), 'delta': ('delta', 'mean'),
+                   'ahead': ('ahead', 'sum'), 'collections': ('collection', 'nunique')}).reset_index())
+    return out.assign(sigma=out.sigma.where(out.sigma >= 0))
+
+
 def counts(table: pd.DataFrame) -> pd.DataFrame:
     """Per measure and system: rows where the first sweep is above, level with (within ``LEVEL``) and below."""
     return (table.assign(side=pd.cut(table.delta, [-math.inf, -LEVEL, LEVEL - 1e-15, math.inf],
@@ -107,6 +121,12 @@ def main(argv=None):
         for measure in MEASURES:
             print(f'\n{measure}: {args.names[0]} - {args.names[1]}')
             print(shown[shown.measure == measure].drop(columns='measure').round(4).to_string(index=False))
+        if table.collection.nunique() > 1:
+            mean = means(table, args.names)
+            mean = mean.assign(reranker=_config(mean)).drop(columns='sigma')
+            for measure in MEASURES:
+                print(f'\n{measure}: mean over the collections ({args.names[0]} ahead by at least {LEVEL} on how many)')
+                print(mean[mean.measure == measure].drop(columns='measure').round(4).to_string(index=False))
         print(f'\nrows where {args.names[0]} is above, level with (|delta| < {LEVEL}) and below {args.names[1]}')
         print(counts(table).to_string())
 

@@ -80,3 +80,17 @@ def test_main_prints_both_measures_and_refuses_sweeps_with_nothing_in_common(tmp
         diff.main(['--a', f'c={tmp_path / "a.csv"}', '--b', f'c={tmp_path / "c.csv"}'])
     with pytest.raises(SystemExit):
         diff.main(['--a', f'c={tmp_path / "a.csv"}', '--b', 'nocollection'])
+
+
+def test_means_count_each_collection_once_and_say_where_the_first_is_ahead():
+    table = pd.DataFrame({
+        'collection': ['c1', 'c2', 'c3', 'c1'], 'system': ['S', 'S', 'S', 'T'], 'reranker': ['simulated'] * 4,
+        'sigma': [.5] * 4, 'noise_seed': [0] * 4, 'budget': [100] * 4, 'measure': ['R@100'] * 4,
+        'A': [.5, .3, .7, .2], 'B': [.4, .3, .8, .2], 'delta': [.1, 0., -.1, 0.], 'higher': 0, 'lower': 0,
+        'queries': [300, 3, 10, 5], 'p': math.nan})
+    out = diff.means(table).set_index('system')
+    assert out.loc['S', 'A'] == pytest.approx(.5)  # (.5 + .3 + .7) / 3, not weighted by queries
+    assert out.loc['S', 'B'] == pytest.approx(.5)
+    assert out.loc['S', 'delta'] == pytest.approx(0)
+    assert (out.loc['S', 'ahead'], out.loc['S', 'collections']) == (1, 3)
+    assert (out.loc['T', 'ahead'], out.loc['T', 'collections']) == (0, 1)
