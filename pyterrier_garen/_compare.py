@@ -290,7 +290,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     from ir_measures import R, nDCG
 
     from . import RemoveExcluded, prepare
-    from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
+    from ._driver import COVERS_COLLECTION, check_first_stage, is_listwise, warn_budget_covers_collection
     from ._prepare import cache_dir
     from .datasets import load_dataset
     label = None
@@ -371,6 +371,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'final_order': final_order,
         'first_stage': FIRST_STAGE,
         'reranker': reranker_text,
+        'listwise': is_listwise(reranker),  # window positions only: GAR's order is then not meaningful
         'navigator': _registry.navigator(navigator).text,
         'groups': f"{_count(stats['groups'], 'Leiden group', 'Leiden groups')} (max size "
                   f"{partition.get('max_group_size', '?')}) of a MiniLM "
@@ -418,7 +419,8 @@ def format_comparison(table: pd.DataFrame) -> str:
                                                                      run.get('fusion_head', 10),
                                                                      run.get('observed_fusion', 0.))),
                   f"first stage: {run['first_stage']}",
-                  f"reranker:    {run['reranker']}",
+                  f"reranker:    {run['reranker']}" + ('; listwise (scores that only order each call)'
+                                                         if run.get('listwise') else ''),
                   f"navigator:   {run['navigator']}",
                   f"groups:      {run['groups']}",
                   '']
@@ -443,6 +445,8 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += ['', garen_plus_legend(shared=shared)]
     if 'name' in table.columns and 'RGS' in set(table['name']):
         lines += ['', RGS_LEGEND]
+    if run.get('listwise') and 'name' in table.columns and 'GAR' in set(table['name']):
+        lines += ['', GAR_LISTWISE_LEGEND]
     if run.get('spent'):
         lines += ['', spent_legend(run['spent'], run['budget'])]
     return '\n'.join(lines)
@@ -452,6 +456,13 @@ def format_comparison(table: pd.DataFrame) -> str:
 RGS_LEGEND = ('RGS: as its reference code, it ends when no document of its queue has an unseen neighbour left, so it '
               'can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on the first stage '
               '(measured in docs/results.md, "RGS\'s unspent budget").')
+
+
+#: The line under a table with a GAR row when the reranker is listwise: GAR compares scores across its batches.
+GAR_LISTWISE_LEGEND = ('GAR: it ranks the documents of all its batches together by score, and this reranker\'s '
+                       'scores only order each call, so its order (its nDCG@10 above all) says little about GAR; '
+                       'SlideGAR is GAR\'s form for listwise rerankers (measured in docs/results.md, "a listwise '
+                       'reranker").')
 
 
 def garen_plus_legend(shared: bool = False) -> str:

@@ -36,6 +36,12 @@ def simulated(prepared):
     return SimulatedReranker(garen.evaluation_qrels(prepared.dataset), noise=1.0, seed=3)
 
 
+def simulated_listwise(prepared):
+    """The same reranker seen as a listwise one (``factory:test_oracles_compare_run:simulated_listwise``)."""
+    from pyterrier_garen.analysis import ListwiseView
+    return ListwiseView(simulated(prepared))
+
+
 def _graded(folder):
     """Grade 2 for every third judged document of each query: nDCG's gains and binary relevance then differ."""
     path = folder / 'qrels.txt'
@@ -127,7 +133,7 @@ def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection, capf
         'collection': str(dataset.name), 'documents': 160, 'queries': 16, 'total_queries': 16, 'judged_queries': 16,
         'labels': table.attrs['labels'], 'excluded_removed': False, 'budget': 30, 'fusion': 0.0, 'final_order': None,
         'first_stage': 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000',
-        'reranker': 'test_oracles_compare_run:simulated(prepared)',
+        'reranker': 'test_oracles_compare_run:simulated(prepared)', 'listwise': False,
         'navigator': VOTE_TEXT,
         'groups': f'{groups} Leiden groups (max size 20) of a MiniLM k-NN graph, extractive summaries',
         'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared), 'spent': _spent(_pipelines(prepared),
@@ -197,6 +203,15 @@ def test_without_garen_there_is_no_baseline(collection):
                                   garen.evaluation_qrels(dataset)))
     assert table.columns.tolist() == ['name', 'nDCG@10', 'R@100']
     assert table.attrs['run']['baseline'] is None
+
+
+def test_a_listwise_reranker_is_recorded_and_gar_warns_once(collection):
+    with pytest.warns(UserWarning, match='GAR: GAR ranks the documents of all its batches together') as caught:
+        table = _run(collection, systems=['Rerank', 'GAR'], reranker=f'{SPEC}_listwise')
+    assert len([w for w in caught if str(w.message).startswith('GAR: GAR ranks')]) == 1
+    assert table.attrs['run']['listwise'] is True
+    assert 'listwise (scores that only order each call)' in garen.format_comparison(table)
+    assert _run(collection, systems=['Rerank']).attrs['run']['listwise'] is False
 
 
 def test_the_default_reranker_and_navigator(collection):

@@ -100,6 +100,21 @@ def _table(run=None, names=('BM25', 'GAREN')):
     return table
 
 
+def test_a_listwise_reranker_is_said_in_the_header_and_under_a_gar_row():
+    names = ('BM25', 'GAR')
+    lines = format_comparison(_table(_run(listwise=True), names)).splitlines()
+    assert lines[4] == 'reranker:    RR; listwise (scores that only order each call)'
+    gar = [line for line in lines if line.startswith('GAR:')]
+    assert gar == ['GAR: it ranks the documents of all its batches together by score, and this reranker\'s scores '
+                   'only order each call, so its order (its nDCG@10 above all) says little about GAR; SlideGAR is '
+                   'GAR\'s form for listwise rerankers (measured in docs/results.md, "a listwise reranker").']
+    plain = format_comparison(_table(_run(listwise=False), names)).splitlines()
+    assert plain[4] == 'reranker:    RR'
+    assert not [line for line in plain if line.startswith('GAR:')]
+    assert not [line for line in format_comparison(_table(_run(listwise=True), ('BM25', 'GAREN'))).splitlines()
+                if line.startswith('GAR:')]  # no GAR row, nothing to say
+
+
 def test_header_of_a_plain_run():
     lines = format_comparison(_table(_run())).splitlines()
     assert lines[:8] == [
