@@ -11,8 +11,9 @@ per-query values beside each CSV (X.perquery.csv.gz), each side's averaged over 
 matched on collection, system, reranker, sigma, noise seed, budget and query: only what both sides hold is compared
 (a sweep run on the first 100 queries and one on all of them compare on those 100). Prints, per measure, one row
 per collection, system, reranker and budget: A, B, A - B, the queries on which A is higher and lower, and the
-two-sided paired t-test over the queries; then, per system, how many rows A is above, level with
-(|A - B| < 0.0005) and below B; with several collections, also each row's mean over them. Reads only the files:
+two-sided paired t-test over the queries; with several collections, each row's mean over them; then, per system
+and budget and per system: how many rows A is above, level with (|A - B| < 0.0005) and below B, A - B's mean, lowest
+and highest value over the rows, and the rows where A is above or below B at p < 0.05. Reads only the files:
 nothing is run. --out also writes the table as CSV.
 """
 import argparse
@@ -27,6 +28,7 @@ from pyterrier_garen import analysis
 KEYS = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'budget']
 MEASURES = ('nDCG@10', 'R@100')
 LEVEL = 0.0005
+ALPHA = analysis.ALPHA
 
 
 def _config(frame):
@@ -81,12 +83,17 @@ def means(table: pd.DataFrame, names=('A', 'B')) -> pd.DataFrame:
     return out.assign(sigma=out.sigma.where(out.sigma >= 0))
 
 
-def counts(table: pd.DataFrame) -> pd.DataFrame:
-    """Per measure and system: rows where the first sweep is above, level with (within ``LEVEL``) and below."""
-    return (table.assign(side=pd.cut(table.delta, [-math.inf, -LEVEL, LEVEL - 1e-15, math.inf],
-                                     labels=['below', 'level', 'above']))
-            .groupby(['measure', 'system'], sort=False, observed=False).side.value_counts().unstack()
-            [['above', 'level', 'below']])
+def summary(table: pd.DataFrame, by=('measure', 'system')) -> pd.DataFrame:
+    """Per group of ``by``: the rows where the first sweep is above, level with (within ``LEVEL``) and below the
+    second, the mean, lowest and highest difference, and the rows where it is above or below at p < ``ALPHA``."""
+    frame = table.assign(side=pd.cut(table.delta, [-math.inf, -LEVEL, LEVEL - 1e-15, math.inf],
+                                      labels=['below', 'level', 'above']),
+                         up=(table.delta > 0) & (table.p < ALPHA), down=(table.delta < 0) & (table.p < ALPHA))
+    groups = frame.groupby(list(by), sort=False, observed=True)
+    sides = groups.side.value_counts().unstack().reindex(columns=['above', 'level', 'below'], fill_value=0)
+    stats = groups.agg(mean=('delta', 'mean'), low=('delta', 'min'), high=('delta', 'max'),
+                       up=('up', 'sum'), down=('down', 'sum'))
+    return sides.join(stats).rename(columns={'up': f'above p<{ALPHA:g}', 'down': f'below p<{ALPHA:g}'})
 
 
 def main(argv=None):
@@ -127,8 +134,11 @@ def main(argv=None):
             for measure in MEASURES:
                 print(f'\n{measure}: mean over the collections ({args.names[0]} ahead by at least {LEVEL} on how many)')
                 print(mean[mean.measure == measure].drop(columns='measure').round(4).to_string(index=False))
-        print(f'\nrows where {args.names[0]} is above, level with (|delta| < {LEVEL}) and below {args.names[1]}')
-        print(counts(table).to_string())
+        for by in (('measure', 'system', 'budget'), ('measure', 'system')):
+            print(f'\nrows where {args.names[0]} is above, level with (|delta| < {LEVEL}) and below {args.names[1]}, '
+                  f'the difference (mean, lowest, highest) and the rows above and below at p < {ALPHA:g}, by '
+                  + ', '.join(by))
+            print(summary(table, by).round(4).to_string())
 
 
 if __name__ == '__main__':

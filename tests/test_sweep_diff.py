@@ -56,10 +56,18 @@ def test_rows_match_on_every_key_and_minilm_keeps_no_sigma():
     assert ndcg.set_index('reranker').sigma.isna().to_dict() == {'simulated': False, 'MiniLM': True}
 
 
-def test_counts_split_at_the_level_band():
-    table = pd.DataFrame({'measure': ['R@100'] * 4, 'system': ['S'] * 4,
-                          'delta': [0.0005, 0.0004999, -0.0004999, -0.0005]})
-    assert diff.counts(table).loc[('R@100', 'S')].to_dict() == {'above': 1, 'level': 2, 'below': 1}
+def test_summary_splits_at_the_level_band_and_counts_the_tests():
+    table = pd.DataFrame({'measure': ['R@100'] * 5, 'system': ['S'] * 5, 'budget': [100, 100, 200, 200, 200],
+                          'delta': [0.0005, 0.0004999, -0.0004999, -0.0005, 0.03],
+                          'p': [0.01, 0.5, math.nan, 0.04, 0.06]})
+    row = diff.summary(table).loc[('R@100', 'S')]
+    assert row[['above', 'level', 'below']].tolist() == [2, 2, 1]
+    assert row['mean'] == pytest.approx((0.0005 + 0.0004999 - 0.0004999 - 0.0005 + 0.03) / 5)
+    assert (row['low'], row['high']) == (-0.0005, 0.03)
+    assert (row['above p<0.05'], row['below p<0.05']) == (1, 1)  # p = .06 and a NaN p count for neither
+    by_budget = diff.summary(table, ('measure', 'system', 'budget'))
+    assert by_budget.loc[('R@100', 'S', 100), ['above', 'level', 'below']].tolist() == [1, 1, 0]
+    assert by_budget.loc[('R@100', 'S', 200), 'mean'] == pytest.approx((-0.0004999 - 0.0005 + 0.03) / 3)
 
 
 def test_main_prints_both_measures_and_refuses_sweeps_with_nothing_in_common(tmp_path, capsys):
