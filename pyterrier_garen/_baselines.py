@@ -94,7 +94,7 @@ class SlideGAR(WindowSearch):
             budget: distinct documents re-ranked per query, ``c``.
             final_order: below the kept top ``b``: ``'paper'`` (the dropped documents, most recently dropped
                 first), ``'score'`` (by reranker score), ``'dropped'`` (by the position at which a window last
-                placed them, ties earlier window first) or ``'auto'`` (``'dropped'`` when the reranker declares
+                placed them, then most recent first) or ``'auto'`` (``'dropped'`` when the reranker declares
                 ``listwise = True``, else ``'score'``).
             verbose: show a progress bar.
         """
@@ -169,7 +169,7 @@ class RGS(WindowSearch):
             seed_size: first-stage documents seeding ``Q``; default ``max(1, budget // 5)``.
             final_order: below the top ``stride`` of ``Q``: ``'paper'`` (``Q``, then the truncated documents, most
                 recent first), ``'score'`` (by reranker score), ``'dropped'`` (``Q`` as its windows sorted it, then
-                the truncated documents by the place their last window gave them, ties earlier window first) or
+                the truncated documents by the place their last window gave them, ties most recent first) or
                 ``'auto'`` (``'dropped'`` when the reranker declares ``listwise = True``, else ``'score'``).
             backfill: (beyond the reference code) when no document of ``Q`` has unseen neighbours left while budget
                 remains, the next unseen first-stage documents (``seed_size`` of them, at most the budget left) enter
@@ -263,7 +263,7 @@ class DocGAREN(WindowSearch):
             budget: distinct documents re-ranked per query, ``c``.
             final_order: below the kept top ``h``: ``'paper'`` (the order the reranker last placed them),
                 ``'score'`` (by reranker score), ``'dropped'`` (by the position at which a window last placed them,
-                ties earlier window first) or ``'auto'`` (``'dropped'`` when the reranker declares
+                then later iterations first) or ``'auto'`` (``'dropped'`` when the reranker declares
                 ``listwise = True``, else ``'score'``).
             trace: record ``last_trace``.
             verbose: show a progress bar.

@@ -300,12 +300,9 @@ def order_tail(order: Sequence[str], head: int, how: str, *, scores: Dict[str, f
                last: Dict[str, Tuple[int, int]]) -> List[str]:
     """A search's own final ``order`` with everything below its first ``head`` documents re-ordered by ``how``.
 
-    ``'paper'``: unchanged. ``'score'``: by descending reranker score (documents without a score last; a stable
-    sort, so ties keep ``order``). ``'dropped'``: by the position each document had in the last window that re-ranked
-    it (best first; window-relative evidence, for listwise rerankers), documents placed at the same position by
-    different windows earlier window first (earlier windows hold documents nearer the first stage's head, so their
-    rejects are the better bet; measured in docs/results.md, twenty-fourth pass); documents no window re-ranked keep
-    ``order`` after them.
+    ``'paper'``: unchanged. ``'score'``: by descending reranker score (documents without a score last).
+    ``'dropped'``: by the position each document had in the last window that re-ranked it (best first; window-
+    relative evidence, for listwise rerankers). Both sorts are stable: ties keep ``order``.
     """
     if how == 'paper':
         return list(order)
@@ -314,8 +311,7 @@ def order_tail(order: Sequence[str], head: int, how: str, *, scores: Dict[str, f
             return -scores.get(docno, -math.inf)
     elif how == 'dropped':
         def key(docno):
-            placed = last.get(docno)
-            return (placed[1], placed[0]) if placed is not None else (math.inf, math.inf)
+            return last[docno][1] if docno in last else math.inf
     else:
         raise ValueError(f"how must be 'paper', 'score' or 'dropped', got {how!r}")
     return list(order[:head]) + sorted(order[head:], key=key)

@@ -466,7 +466,7 @@ class GAREN(WindowSearch):
             final_order: (beyond the paper) order of the observed documents below the kept top ``h`` before
                 propagation: ``'paper'`` (the order the reranker last placed them: later iterations first, then
                 window position), ``'score'`` (by the reranker's score, for rerankers whose scores compare across
-                windows), ``'dropped'`` (by the position at which a window last placed them, ties earlier window
+                windows), ``'dropped'`` (by the position at which a window last placed them, then later iterations
                 first: window-relative evidence, for listwise rerankers) or ``'auto'`` (``'dropped'`` when the
                 reranker declares ``listwise = True``, else ``'score'``). Propagation then places only the top 10
                 (b(d) from that order's top 10; ties by it) and the rest keep that order. See docs/decisions.md.

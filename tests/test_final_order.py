@@ -31,9 +31,8 @@ def test_worked_example_orders():
     # score: kept top h = [w1 a1], then y1 9, a3 8, y3 7, a2 5, y2 3, x1 2, a4 1, x2 0
     score = ['w1', 'a1', 'y1', 'a3', 'y3', 'a2', 'y2', 'x1', 'a4', 'x2']
     assert worked(final_order='score', propagate=False) == score
-    # dropped: last positions 2 = a2 (t1), a3 (t2), y3 (t3), y1 (t4); 3 = a4 (t1), x1 (t2), y2 (t3), x2 (t4); each
-    # position's ties earlier window first (the paper's tie order, later iterations first, would give y1 y3 a3 a2)
-    dropped = ['w1', 'a1', 'a2', 'a3', 'y3', 'y1', 'a4', 'x1', 'y2', 'x2']
+    # dropped: last positions 2 = y1 (t4), y3 (t3), a3 (t2), a2 (t1); 3 = x2 (t4), y2 (t3), x1 (t2), a4 (t1)
+    dropped = ['w1', 'a1', 'y1', 'y3', 'a3', 'a2', 'x2', 'y2', 'x1', 'a4']
     assert worked(final_order='dropped', propagate=False) == dropped
     # with propagation every one of the 10 gets b(d) = .4 * .6^i from the new order, and alpha = .01 times the group
     # sums (score order: G5 .4, G0 .2711, G2 .2212, G1 .1016) moves nobody: e.g. a4 .00672 + .00221 = .00893 >
@@ -70,8 +69,7 @@ def test_order_tail_ties_missing_and_head():
     assert order_tail(order, 1, 'paper', scores=scores, last=last) == order
     # the head stays even with a low score; a/c tie keeps order; unscored and -inf last, in order
     assert order_tail(order, 1, 'score', scores=scores, last=last) == ['h', 'b', 'a', 'c', 'd', 'e']
-    # by position (d 1; a, c 2; b, e 3); a and c tie at 2 and c's window (2) came before a's (3), against ``order``
-    assert order_tail(order, 1, 'dropped', scores=scores, last=last) == ['h', 'd', 'c', 'a', 'b', 'e']
+    assert order_tail(order, 1, 'dropped', scores=scores, last=last) == ['h', 'd', 'a', 'c', 'b', 'e']
     assert order_tail(order, 0, 'score', scores=scores, last=last) == ['b', 'a', 'c', 'h', 'd', 'e']
     with pytest.raises(ValueError, match='how must be'):
         order_tail(order, 1, 'auto', scores=scores, last=last)
@@ -168,8 +166,8 @@ class _PlacesRecorded(pt.Transformer):
 def test_rgs_dropped_keeps_the_queue_and_orders_what_was_truncated_by_its_last_place(seed):
     # RGS's own order puts the documents truncated from Q most recent first: one truncated early, even at the top
     # of its last window, sinks below every later one. 'dropped' (what 'auto' gives a listwise reranker) keeps Q
-    # as its windows sorted it and orders the truncated ones by the place their last window gave them, ties earlier
-    # window first. The places are read from the reranker's side (an independent route to the driver's record).
+    # as its windows sorted it and orders the truncated ones by the place their last window gave them, ties most
+    # recent first. The places are read from the reranker's side (an independent route to the driver's record).
     rnd = random.Random(seed)
     docs, graph = _random_graph(rnd)
     r0 = rnd.sample(docs, 40)
@@ -179,16 +177,15 @@ def test_rgs_dropped_keeps_the_queue_and_orders_what_was_truncated_by_its_last_p
         out = RGS(reranker, graph, window=6, stride=3, budget=30, queue_size=8, final_order=fo)(first_stage(r0))
         return out.docno.tolist(), reranker.places
     paper, places = run('paper')
-    last = {}  # docno -> (place in its last call, number of that call)
-    for number, call in enumerate(places):
-        last.update((d, (place, number)) for d, place in call.items())
-    expected = paper[:8] + sorted(paper[8:], key=lambda d: last[d])
+    last = {}
+    for call in places:
+        last.update(call)
+    expected = paper[:8] + sorted(paper[8:], key=lambda d: last[d])  # stable: ties keep the recency order
     dropped, _ = run('dropped')
     assert dropped == expected
     assert run('auto')[0] == dropped
     assert dropped != paper  # the orders differ here (else the test proves nothing)
-    assert len(set(last[d][0] for d in paper[8:])) < len(paper[8:])  # and ties of place occur
-    assert expected != paper[:8] + sorted(paper[8:], key=lambda d: last[d][0])  # where the tie order matters
+    assert len(set(last[d] for d in paper[8:])) < len(paper[8:])  # and ties occur
 
 
 class _Listwise(pt.Transformer):

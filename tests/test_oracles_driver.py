@@ -172,13 +172,13 @@ class ListwiseDict(DictScorer):
 
 
 def test_auto_final_order_asks_the_searchs_own_reranker():
-    # SlideGAR's worked example (tests/test_baselines.py): kept top r6 n1; below it, by the last window's position
-    # ('dropped': r2 r3 r1 at position 2 of windows 1, 2, 3, then r4 n2 r5 at 3) or by score ('score': 5 4 2 1 .5 0)
+    # SlideGAR's worked example (tests/test_baselines.py): kept top n1 r6; below it, by the last window's position
+    # ('dropped': r1 r3 r2 at position 2, then r5 n2 r4 at 3) or by score ('score': 5 4 2 1 .5 0)
     graph = ToyGroupGraph(SLIDE_GRAPH, {})
 
     def run(reranker):
         return SlideGAR(reranker, graph, window=4, keep=2, budget=8)(first_stage(R6)).docno.tolist()
-    assert run(ListwiseDict(SLIDE_SCORES)) == ['r6', 'n1', 'r2', 'r3', 'r1', 'r4', 'n2', 'r5']
+    assert run(ListwiseDict(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'r2', 'r5', 'n2', 'r4']
     assert run(DictScorer(SLIDE_SCORES)) == ['r6', 'n1', 'r1', 'r3', 'n2', 'r2', 'r5', 'r4']
 
 
