@@ -8,7 +8,9 @@ unspent that a rival of the same budget makes, so a table of equal budgets is on
 much it spent. For each collection, budget and first-stage depth (BM25's top `depth`: 1000 is what `compare` uses;
 10 stands for a first stage shorter than GAREN's window of 20, as `bm25 % 10 >> GAREN` or a rare query on a small
 collection gives), this prints, for every registered system with MiniLM as the reranker and the centroid navigator,
-the documents re-ranked per query (mean and minimum) and the number of queries that stopped short of the budget.
+and for SlideGAR(fill=True) and RGS(backfill=True) (`SlideGAR fill`, `RGS backfill`: the two baselines with the fill
+their reference code lacks), the documents re-ranked per query (mean and minimum), the number of queries that
+stopped short of the budget, and nDCG@10 and R@100.
 Artifacts are built once in the collection's workdir under $GAREN_CACHE (the one `prepare` uses) and reused.
 """
 import argparse
@@ -35,6 +37,9 @@ def measure(collection: str, budgets, depths) -> pd.DataFrame:
         source = pt.Transformer.from_df(first)
         for budget in budgets:
             systems = garen.build_systems(prepared, reranker, navigator, budget=budget, first_stage=source)
+            # the two baselines with the fill their reference code lacks (off by default), beside their own rows
+            systems['SlideGAR fill'] = source >> garen.SlideGAR(reranker, prepared.groups, budget=budget, fill=True)
+            systems['RGS backfill'] = source >> garen.RGS(reranker, prepared.groups, budget=budget, backfill=True)
             for name, pipeline in systems.items():
                 run = pipeline(topics)
                 sizes = run.groupby('qid').size().reindex(topics.qid.astype(str)).fillna(0)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from itertools import islice
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Iterable, List, Optional
 
 import pyterrier as pt
 
@@ -83,7 +83,7 @@ class SlideGAR(WindowSearch):
     graph_param = 'graph'
 
     def __init__(self, reranker: pt.Transformer, graph: Any, *, window: int = 20, keep: int = 10, budget: int = 100,
-                 final_order: str = 'auto', verbose: bool = False):
+                 final_order: str = 'auto', fill: bool = False, verbose: bool = False):
         """
         Args:
             reranker: the document-level (listwise) reranker.
@@ -96,6 +96,12 @@ class SlideGAR(WindowSearch):
                 first), ``'score'`` (by reranker score), ``'dropped'`` (by the position at which a window last
                 placed them, then most recent first) or ``'auto'`` (``'dropped'`` when the reranker declares
                 ``listwise = True``, else ``'score'``).
+            fill: (beyond the reference code) when both pools are empty while budget remains (the first stage is
+                used up and the kept top has no unseen neighbour: a first stage shorter than the budget, or a sparse
+                graph), the next window takes the unseen neighbours of the documents dropped so far (most recently
+                dropped first, each one's in graph order) and the search goes on; False: it ends there, as in the
+                reference code, with the budget unspent (what GAR's frontier over every scored document, GAREN's
+                last resort and ``RGS(backfill=True)`` avoid).
             verbose: show a progress bar.
         """
         self.reranker = reranker
@@ -104,8 +110,10 @@ class SlideGAR(WindowSearch):
         self.keep = keep
         self.budget = budget
         self.final_order = final_order
+        self.fill = fill
         self.verbose = verbose
         self._check_sizes()
+        check_bool(fill=fill)
         check_final_order(final_order, reranker, context=type(self).__name__)
 
     def _search(self, state):
@@ -131,8 +139,20 @@ class SlideGAR(WindowSearch):
             if not batch:  # empty pool: skip it (it counts as a turn) and take from the other one
                 batch = [d for _, d in zip(range(size), pools[turn % 2])]
                 turn += 1
+            if not batch and self.fill:  # both empty: widen the frontier to the dropped documents' neighbours
+                batch = list(islice(_unseen_neighbours(dropped, neighbours, seen), size))
             window = top + batch if batch else []
         return self._final(state, top + dropped, len(top))
+
+
+def _unseen_neighbours(docnos, neighbours, seen) -> Iterable[str]:
+    """The neighbours of ``docnos`` (in that order, each one's in graph order) not in ``seen``, each once, lazily."""
+    found = set()
+    for docno in docnos:
+        for n in neighbours(docno):
+            if n not in seen and n not in found:
+                found.add(n)
+                yield n
 
 
 class RGS(WindowSearch):

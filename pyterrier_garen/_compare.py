@@ -223,9 +223,13 @@ def spent_legend(spent: Dict[str, Dict[str, Any]], budget: int) -> str:
         return ''
     parts = [f"{name} {info['mean']:g} ({info['short']} of {_count(info['queries'], 'query', 'queries')} short)"
              for name, info in spent.items()]
-    return (f'Budget spent: fewer than {budget} documents per query (mean) for ' + ', '.join(parts)
+    text = (f'Budget spent: fewer than {budget} documents per query (mean) for ' + ', '.join(parts)
             + '. A search stops short when nothing new is left within its reach; BM25 and plain re-ranking hold at '
             'most what the first stage found (docs/results.md, "every search spends its budget").')
+    if 'SlideGAR' in spent:
+        text += (' SlideGAR(fill=True) takes the rest from the neighbours of the documents it dropped (measured in '
+                 'docs/results.md, "SlideGAR\'s fill").')
+    return text
 
 
 def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:

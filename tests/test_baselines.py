@@ -82,6 +82,56 @@ def test_slidegar_skips_empty_frontier_and_guards_unknown_docnos():
     assert set(out.docno) == set(R6)
 
 
+FILL_GRAPH = {'r1': ['n1'], 'r2': ['n2', 'n4'], 'n2': ['n3', 'r1']}
+FILL_SCORES = {'r1': 5, 'r2': 1, 'r3': 4, 'n1': 6, 'n2': 2, 'n3': 3, 'n4': 0}
+
+
+@pytest.mark.parametrize('fill', [False, True])
+def test_slidegar_fill_widens_the_frontier_when_both_pools_are_empty(fill):
+    # w=3, b=1, c=6, R_0 = r1 r2 r3 (shorter than the budget)
+    reranker = DictScorer(FILL_SCORES)
+    out = SlideGAR(reranker, ToyGroupGraph(FILL_GRAPH, {}), window=3, keep=1, budget=6, final_order='paper',
+                   fill=fill)(first_stage(['r1', 'r2', 'r3']))
+    # 1: [r1 r2 r3] -> [r1 r3 r2]; frontier of r1: n1 (R_0 is used up, so the frontier's turn or not, n1 comes)
+    # 2: [r1 n1] -> [n1 r1]; n1 has no neighbour and R_0 is used up: both pools empty, 4 of 6 spent
+    if not fill:  # the reference code ends here
+        assert windows(reranker) == [['r1', 'r2', 'r3'], ['r1', 'n1']]
+        assert docnos(out) == ['n1', 'r1', 'r3', 'r2']
+        return
+    # fill: the dropped documents r1 r3 r2 (most recent first): r1's n1 is seen, r3 has none, r2 gives n2 (n4 next)
+    # 3: [n1 n2] -> [n1 n2]; dropped n2 r1 r3 r2: n2 gives n3 (r2's n4 would come only after it): one left
+    # 4: [n1 n3] -> [n1 n3]; 6 of 6 spent
+    assert windows(reranker) == [['r1', 'r2', 'r3'], ['r1', 'n1'], ['n1', 'n2'], ['n1', 'n3']]
+    assert docnos(out) == ['n1', 'n3', 'n2', 'r1', 'r3', 'r2']
+    assert out.iteration.tolist() == [2, 4, 3, 1, 1, 1]
+
+
+def test_slidegar_fill_takes_each_neighbour_once_and_at_most_the_budget_left():
+    # w=4, b=2, c=7, R_0 = a b c d: step 1 -> [a b c d] by score; top a b, frontier of a b: none; R_0 used up.
+    # fill: dropped c d: c gives x, d gives x (again, skipped) then y -> x y (size = min(2, 7 - 4)); step 2
+    # [a b x y] -> [a b y x]; dropped y x c d: y, x give nothing, c's x and d's x y are seen, then d's z: one
+    # left of the budget -> z; step 3.
+    graph = ToyGroupGraph({'c': ['x'], 'd': ['x', 'y', 'z', 'w']}, {})
+    reranker = DictScorer({'a': 9, 'b': 8, 'c': 7, 'd': 6, 'x': 1, 'y': 2, 'z': 3, 'w': 4})
+    out = SlideGAR(reranker, graph, window=4, keep=2, budget=7, final_order='paper', fill=True)(
+        first_stage(['a', 'b', 'c', 'd']))
+    assert windows(reranker) == [['a', 'b', 'c', 'd'], ['a', 'b', 'x', 'y'], ['a', 'b', 'z']]
+    assert set(out.docno) == {'a', 'b', 'c', 'd', 'x', 'y', 'z'}  # w, beyond the budget, never re-ranked
+    with pytest.raises(ValueError, match='fill must be True or False'):
+        SlideGAR(reranker, graph, fill='yes')
+
+
+def test_slidegar_fill_batched_equals_per_query():
+    # three queries that run out of both pools at different steps, in one reranker call per step
+    inp = pd.concat([first_stage(['r1', 'r2', 'r3']), first_stage(['r2', 'r3'], qid='q2'),
+                     first_stage(['n2'], qid='q3')], ignore_index=True)
+    run = assert_batched_equals_per_query(
+        SlideGAR(DictScorer(FILL_SCORES), ToyGroupGraph(FILL_GRAPH, {}), window=3, keep=1, budget=6, fill=True), inp)
+    # q1 and q2 reach 6 of the 7 documents linked from r2; from n2 the graph reaches only n2 n3 r1 n1 (nothing
+    # links to r2, r3 or n4), so q3 ends at 4 with budget left: fill widens the frontier, it does not invent one
+    assert run.groupby('qid').size().tolist() == [6, 6, 4]
+
+
 SEARCH_GRAPH = {'r1': ['n1', 'n2'], 'r2': ['n3'], 'n1': ['n4', 'n5']}
 SEARCH_SCORES = {'r1': 1, 'r2': 2, 'n1': 5, 'n2': 0, 'n3': 3, 'n4': 4, 'n5': 6}
 

@@ -52,7 +52,15 @@ def test_the_budget_line_says_who_spent_less_and_why():
     assert spent_legend(spent, 400) == (
         'Budget spent: fewer than 400 documents per query (mean) for SlideGAR 395.3 (7 of 225 queries short), RGS '
         '228.5 (1 of 1 query short). A search stops short when nothing new is left within its reach; BM25 and plain '
-        're-ranking hold at most what the first stage found (docs/results.md, "every search spends its budget").')
+        're-ranking hold at most what the first stage found (docs/results.md, "every search spends its budget"). '
+        'SlideGAR(fill=True) takes the rest from the neighbours of the documents it dropped (measured in '
+        'docs/results.md, "SlideGAR\'s fill").')
+    del spent['SlideGAR']  # the fill is named only under a short SlideGAR
+    assert spent_legend(spent, 400) == (
+        'Budget spent: fewer than 400 documents per query (mean) for RGS 228.5 (1 of 1 query short). A search stops '
+        'short when nothing new is left within its reach; BM25 and plain re-ranking hold at most what the first '
+        'stage found (docs/results.md, "every search spends its budget").')
+    spent['SlideGAR'] = {'mean': 395.3, 'short': 7, 'queries': 225}
     assert spent_legend({}, 100) == ''
     table = _table(['BM25', 'GAR'])
     table.attrs['run'] = {'collection': 'c', 'documents': 9, 'queries': 1, 'total_queries': 1, 'judged_queries': 1,
