@@ -83,7 +83,7 @@ def test_rgs_refuses_a_queue_or_seed_size_below_1():
 
 @pytest.mark.parametrize(('cls', 'expected'), [
     (SlidingWindowReranker, {'window': 20, 'stride': 10, 'budget': 100}),
-    (SlideGAR, {'window': 20, 'keep': 10, 'budget': 100}),
+    (SlideGAR, {'window': 20, 'keep': 10, 'budget': 100, 'fill': False}),
     (RGS, {'budget': 100, 'window': 20, 'stride': 10, 'queue_size': None, 'seed_size': None, 'backfill': False}),
     (DocGAREN, {'window': 20, 'keep': 10, 'budget': 100, 'trace': False}),
 ])
