@@ -218,7 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--reranker', default='minilm',
                    help='the reranker of every system: minilm (cosine over stored vectors), '
                         'cross-encoder:NAME_OR_FOLDER (a sentence-transformers CrossEncoder over the text) or '
-                        'factory:package.module:function (function(prepared) returns a pointwise pt.Transformer)')
+                        'factory:package.module:function (function(prepared) returns a pt.Transformer; one that '
+                        'declares listwise = True, as ListwiseReranker and analysis.ListwiseView do, gets the '
+                        'window-position merge and the header says so)')
     p.add_argument('--systems', nargs='+', default=SYSTEMS, choices=SYSTEMS, metavar='SYSTEM',
                    help=f'systems to run, from: {" ".join(SYSTEMS)} (default: all of them)')
     labels = p.add_mutually_exclusive_group()
