@@ -459,7 +459,9 @@ def format_comparison(table: pd.DataFrame) -> str:
 #: The line under a table with an RGS row: the search here most prone to leave part of its budget unspent.
 RGS_LEGEND = ('RGS: as its reference code, it ends when no document of its queue has an unseen neighbour left, so it '
               'can re-rank fewer documents than the budget; RGS(backfill=True) spends the rest on the first stage '
-              '(measured in docs/results.md, "RGS\'s unspent budget").')
+              '(measured in docs/results.md, "RGS\'s unspent budget"). It re-ranks its queue after every expansion, '
+              'so for the same budget it sends the reranker more documents than the other searches '
+              '(bench/reranker_load.py counts them).')
 
 
 #: The line under a table with a GAR row when the reranker is listwise: GAR compares scores across its batches.
