@@ -1,6 +1,7 @@
 """What the bench scripts that score the comparison's systems on a shared collection start from, and how they score
 a run (``ir_measures`` over the evaluation qrels)."""
 import ir_measures
+import pandas as pd
 
 import pyterrier_garen as garen
 from pyterrier_garen import LocalDataset, analysis, data_dir
@@ -21,3 +22,12 @@ def judged_collection(name: str):
 def score(run, judged, measures):
     """``{measure: mean}`` of a PyTerrier result frame."""
     return ir_measures.calc_aggregate(measures, judged, run.rename(columns={'qid': 'query_id', 'docno': 'doc_id'}))
+
+
+def measure_each(names, measure, *args):
+    """``measure(name, *args)`` for every collection of ``names``, one table; a missing collection fails (with the
+    fix, as a command's error) before anything is built for any of them."""
+    with garen.command_errors():
+        for name in names:
+            LocalDataset(data_dir(name))
+        return pd.concat([measure(name, *args) for name in names], ignore_index=True)

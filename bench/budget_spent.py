@@ -23,7 +23,6 @@ import pyterrier as pt  # noqa: E402
 from ir_measures import R, nDCG  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
-from pyterrier_garen import LocalDataset, data_dir  # noqa: E402
 
 
 def measure(collection: str, budgets, depths) -> pd.DataFrame:
@@ -58,11 +57,8 @@ def main(argv=None):
     parser.add_argument('--budgets', nargs='+', type=int, default=[100, 400])
     parser.add_argument('--depths', nargs='+', type=int, default=[1000, 10])
     args = parser.parse_args(argv)
-    with garen.command_errors():
-        for name in args.collections:
-            LocalDataset(data_dir(name))  # a missing collection fails here, before anything is built
-        frames = [measure(name, args.budgets, args.depths) for name in args.collections]
-    table = pd.concat(frames, ignore_index=True)
+    from _judged import measure_each
+    table = measure_each(args.collections, measure, args.budgets, args.depths)
     wide = table.pivot_table(index=['collection', 'depth', 'budget'], columns='system',
                              values='docs_mean', sort=False).round(1)
     print('documents re-ranked per query (mean); BM25 and Rerank stop at the first stage\'s depth\n')

@@ -20,7 +20,6 @@ import pandas as pd  # noqa: E402
 from ir_measures import AP, R, nDCG  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
-from pyterrier_garen import LocalDataset, data_dir  # noqa: E402
 
 SYSTEMS = ['Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+']
 BASELINES = ['GAR', 'SlideGAR', 'RGS']
@@ -78,11 +77,8 @@ def main(argv=None):
     parser.add_argument('--fusions', nargs='+', type=float, default=[0.0, 0.1])
     parser.add_argument('--out', help='also write every row as CSV to this file')
     args = parser.parse_args(argv)
-    with garen.command_errors():
-        for name in args.collections:
-            LocalDataset(data_dir(name))  # a missing collection fails here, before anything is built
-        table = pd.concat([measure(name, args.budgets, args.fusions) for name in args.collections],
-                          ignore_index=True)
+    from _judged import measure_each
+    table = measure_each(args.collections, measure, args.budgets, args.fusions)
     pd.set_option('display.width', 250)
     for (collection, budget), part in table.groupby(['collection', 'budget'], sort=False):
         print(f'\n{collection}, budget {budget}\n')

@@ -22,7 +22,6 @@ import pandas as pd  # noqa: E402
 import pyterrier as pt  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
-from pyterrier_garen import LocalDataset, data_dir  # noqa: E402
 
 
 class CountingReranker(pt.Transformer):
@@ -70,11 +69,8 @@ def main(argv=None):
     parser.add_argument('--budgets', nargs='+', type=int, default=[100, 200])
     parser.add_argument('--queries', type=int, default=None, help='the first N judged queries only (default: all)')
     args = parser.parse_args(argv)
-    with garen.command_errors():
-        for name in args.collections:
-            LocalDataset(data_dir(name))  # a missing collection fails here, before anything is built
-        table = pd.concat([measure(name, args.budgets, args.queries) for name in args.collections],
-                          ignore_index=True)
+    from _judged import measure_each
+    table = measure_each(args.collections, measure, args.budgets, args.queries)
     print('per query (mean): reranker calls holding the query, documents sent (counting repeats), distinct documents, '
           'and documents sent per distinct document\n')
     for column in ('calls', 'sent', 'distinct', 'sent_per_distinct'):
