@@ -32,6 +32,8 @@ class CountingReranker(pt.Transformer):
         self.calls = defaultdict(int)
         self.sent = defaultdict(int)
         self.distinct = defaultdict(set)
+        if hasattr(reranker, 'listwise'):  # a listwise reranker stays one behind the counter
+            self.listwise = reranker.listwise
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         for qid, docnos in inp.groupby('qid', sort=False)['docno']:
