@@ -4,18 +4,18 @@
     python bench/head_rerank.py --collections vaswani --budgets 100 --depth 20 --sigmas
 
 With a listwise reranker, GAREN's and SlideGAR's ranks below the kept top h are merged from window positions
-(`final_order='dropped'`): one document per window at each position, so ranks 11 to 19 are the best rejects of the
-last windows, ordered by recency and never compared with each other. RGS's are the rest of a queue that its
-windows sorted several times (bench/reranker_load.py: at budget 100 it sends the reranker 2.25 to 2.45 times as many
-documents). The shared stage (`--fusion 0.1`) lets those ranks into the top 10. This probe asks how much of RGS's
-lead at nDCG@10 one more call closes: every system's top `depth` documents are re-ranked once more by the same listwise
-reranker (documents it has seen: no new document, `depth` more sent per query), then the shared stage runs as
-before. It prints, per collection and budget, nDCG@10 and R@100 of SlideGAR, RGS and GAREN+ with and without that
-call, then the mean over the collections and GAREN+ minus the best baseline. Every reranker (MiniLM, and the
-simulated reranker at each `--sigmas`, noise seed 0) is seen through `analysis.ListwiseView`, as in the listwise
-sweeps; the collections' default partition is the sweeps' partition 42. GAR is left out: with a listwise
-reranker it ranks its batches by their places (docs/results.md, "a listwise reranker"). A probe, not a shipped
-option: the same call is not yet offered by `compare` or the sweep.
+(`final_order='dropped'`): one document per window at each position, so ranks 11 to 19 are the best rejects of the last
+windows, ordered by recency and never compared with each other. RGS's are the rest of a queue that its windows sorted
+several times (bench/reranker_load.py: at budget 100 it sends the reranker 2.25 to 2.45 times the documents GAREN+
+sends). The shared stage (`--fusion 0.1`) lets those ranks into the top 10. This probe asks how much of RGS's lead at
+nDCG@10 one more call closes: every system's top `depth` documents are re-ranked once more by the same listwise reranker
+(documents it has seen: no new document, `depth` more sent per query), then the shared stage runs as before. It prints,
+per collection and budget, nDCG@10 and R@100 of SlideGAR, RGS and GAREN+ with and without that call, then the mean over
+the collections and GAREN+ minus the best baseline. Every reranker (MiniLM, and the simulated reranker at each
+`--sigmas`, noise seed 0) is seen through `analysis.ListwiseView`, as in the listwise sweeps; the collections' default
+partition is the sweeps' partition 42. GAR is left out: with a listwise reranker it ranks its batches by their places
+(docs/results.md, "a listwise reranker"). A probe, not a shipped option: the same call is not yet offered by `compare`
+or the sweep.
 """
 import argparse
 import os
