@@ -16,6 +16,7 @@ over seeds), and with --plot draws each measure against sigma with the seed spre
 when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
 included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top --fusion-head
 documents, T below them; --observed-fusion U adds the search's observation order there; every system alike);
+--head-rerank N re-ranks every system's top N once more with its reranker before that fusion (HeadReranker);
 --final-order sets every window search's final order; --listwise sees every reranker as a listwise one
 (analysis.ListwiseView: the same verdicts, but scores that only order each call's documents, as an LLM's ranking),
 so that final order 'auto' merges window positions ('dropped'), and GAR, which compares scores across its batches,
@@ -109,7 +110,8 @@ def main(argv=None):
                 minilm=not args.no_minilm, systems=args.systems, budgets=budget_list, num_queries=args.queries,
                 navigator=args.navigator, variants=variants, fusion=args.fusion,
                 final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
-                observed_fusion=args.observed_fusion, listwise=args.listwise, verbose=args.verbose)
+                observed_fusion=args.observed_fusion, listwise=args.listwise, head_rerank=args.head_rerank,
+                verbose=args.verbose)
         except UserWarning as ex:  # only with --strict
             raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
     table.to_csv(args.out, index=False)
@@ -122,7 +124,8 @@ def main(argv=None):
                                documents=len(prepared.groups), queries=int(perquery.qid.nunique()),
                                vectors_precision=analysis.vectors_precision(prepared))
     extra = ''.join(f', {part}' for part in analysis.describe_fusion(args.fusion, args.tail_fusion, args.fusion_head,
-                                                                       args.observed_fusion)) + \
+                                                                       args.observed_fusion,
+                                                                       head_rerank=args.head_rerank)) + \
         (f', final order {args.final_order}' if args.final_order else '') + \
         (', every reranker seen as listwise' if args.listwise else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '

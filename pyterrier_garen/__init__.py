@@ -59,6 +59,7 @@ _EXPORTS = {
     'RGS': '._baselines',
     'DocGAREN': '._baselines',
     'FirstStageFusion': '._fusion',  # fusion with the first stage as a stage of its own (_fusion.py)
+    'HeadReranker': '._head',  # one more reranker call over the top of any ranking (_head.py)
     # navigators and rerankers (_navigators.py, _rerankers.py)
     'VoteNavigator': '._navigators',
     'CentroidNavigator': '._navigators',

@@ -147,7 +147,7 @@ def _cmd_compare(args) -> None:
                             navigator=args.navigator, systems=args.systems, binary=args.binary,
                             fusion=args.fusion, final_order=args.final_order, verbose=not args.quiet,
                             reranker=args.reranker, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
-                            observed_fusion=args.observed_fusion)
+                            observed_fusion=args.observed_fusion, head_rerank=args.head_rerank)
         except UserWarning as ex:  # only with --strict
             raise ValueError(f'{ex} (--strict turns warnings into errors)') from ex
     print(format_comparison(table))

@@ -67,7 +67,8 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
                   first_stage: Optional[pt.Transformer] = None, doc_navigator: Optional[pt.Transformer] = None,
                   systems: Optional[Sequence[str]] = None, fusion: float = 0.0,
                   final_order: Optional[str] = None, verbose: bool = False, tail_fusion: Optional[float] = None,
-                  fusion_head: int = 10, observed_fusion: Optional[float] = None) -> Dict[str, pt.Transformer]:
+                  fusion_head: int = 10, observed_fusion: Optional[float] = None,
+                  head_rerank: int = 0) -> Dict[str, pt.Transformer]:
     """Pipelines named as in :data:`SYSTEMS`, all with the same first stage, reranker, graph and budget.
 
     Args:
@@ -95,9 +96,13 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             plain re-ranking, which writes none, by the first stage's order; 0 = none; None = 0, or GAREN+'s weight
             when ``fusion`` is set and ``tail_fusion`` is None); when set the stage is appended to every system
             likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat fusion over the whole list.
+        head_rerank: documents re-ranked once more by ``reranker`` at the end of every system that uses it
+            (:class:`~pyterrier_garen.HeadReranker`; 0 = none), before the shared fusion. A system with a fusion of
+            its own (GAREN+ without ``fusion``) then applies that fusion as a stage after this call, so every
+            system's head re-rank sees its search's own order.
 
     Raises:
-        ValueError: for an unknown system name or a non-positive budget.
+        ValueError: for an unknown system name, a non-positive budget or a ``head_rerank`` of 1 or below 0.
     """
     systems = list(SYSTEMS if systems is None else systems)
     unknown = [s for s in systems if s not in SYSTEMS]
@@ -112,16 +117,32 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     bm25 = first_stage if first_stage is not None else bm25_first_stage(prepared)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)
     check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
+    check_head_rerank(head_rerank)
     components = _registry.Components(first_stage=bm25, reranker=reranker, groups=prepared.groups,
                                       navigator=navigator, budget=budget, doc_navigator=doc_navigator,
                                       verbose=verbose, final_order=final_order, fusion=fusion,
-                                      tail_fusion=tail_fusion, observed_fusion=observed_fusion)
-    pipelines = {name: _registry.system(name).factory(components) for name in systems}
-    if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
-        from . import FirstStageFusion
-        stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
-        pipelines = {name: pipe >> FirstStageFusion(bm25, fusion, **stage) for name, pipe in pipelines.items()}
+                                      tail_fusion=tail_fusion, observed_fusion=observed_fusion,
+                                      head_rerank=head_rerank)
+    from . import FirstStageFusion, HeadReranker
+    pipelines = {}
+    for name in systems:
+        spec = _registry.system(name)
+        pipe = spec.factory(components)
+        if head_rerank and spec.sweep:  # the same call for every system that uses the reranker
+            pipe = pipe >> HeadReranker(reranker, head_rerank)
+            if spec.fusion and not components.shared_fusion:  # its own fusion, now after the call
+                pipe = pipe >> FirstStageFusion(bm25, **spec.fusion)
+        if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
+            pipe = pipe >> FirstStageFusion(bm25, fusion, **fusion_stage(tail_fusion, fusion_head, observed_fusion))
+        pipelines[name] = pipe
     return pipelines
+
+
+def check_head_rerank(head_rerank: int) -> None:
+    """``ValueError`` unless ``head_rerank`` is 0 (none) or at least 2 documents."""
+    check_int('head_rerank', head_rerank, low=0, note='documents re-ranked once more per query, 0 = none')
+    if head_rerank == 1:
+        raise ValueError('head_rerank must be 0 (none) or at least 2: one document has no order to change')
 
 
 def resolve_fusion(fusion: float, tail_fusion: Optional[float] = None,
@@ -153,9 +174,22 @@ def fusion_stage(tail_fusion: Optional[float], fusion_head: int, observed_fusion
     return {**stage, 'head': fusion_head} if stage else {}
 
 
+def _head_rerank_argument(text: str) -> int:
+    """``--head-rerank``'s value, checked when the command line is read (before anything is built)."""
+    import argparse
+    try:
+        value = int(text)
+        check_head_rerank(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'{text!r}: must be 0 (none) or a whole number of at least 2 '
+                                         'documents') from None
+    return value
+
+
 def add_fusion_arguments(parser) -> None:
-    """The fusion options of the commands that compare systems (``compare``, ``examples/strength_sweep.py``): each
-    appends ONE :class:`~pyterrier_garen.FirstStageFusion` to every system, so every system gets the same help."""
+    """The shared-stage options of the commands that compare systems (``compare``, ``examples/strength_sweep.py``):
+    the fusion options append ONE :class:`~pyterrier_garen.FirstStageFusion` to every system, ``--head-rerank`` ONE
+    :class:`~pyterrier_garen.HeadReranker` before it, so every system gets the same help."""
     parser.add_argument('--fusion', type=float, default=0.0, metavar='W',
                         help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
                              "GAREN+ then runs without its own fusion); 0 = none. Alone it is GAREN+'s stage: "
@@ -168,6 +202,10 @@ def add_fusion_arguments(parser) -> None:
                              "whole list, or GAREN+'s with --fusion alone")
     parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
                         help='documents above the tail fusion (default 10, what nDCG@10 sees)')
+    parser.add_argument('--head-rerank', type=_head_rerank_argument, default=0, metavar='N',
+                        help="re-rank every system's top N once more with its reranker, in one call per query "
+                             '(HeadReranker; before any fusion, GAREN+\'s own included); N more documents sent per '
+                             'query, none of them new; 0 = none (the default)')
     parser.add_argument('--observed-fusion', type=float, metavar='U',
                         help="depth-aware fusion: below the top --fusion-head documents, add each search's "
                              'observation order (when it first saw a document) at weight U (the same stage for '
@@ -175,9 +213,12 @@ def add_fusion_arguments(parser) -> None:
 
 
 def describe_fusion(fusion: float, tail_fusion: Optional[float], fusion_head: int,
-                    observed_fusion: float) -> List[str]:
-    """The phrases that say which shared fusion a comparison applied (none for no fusion)."""
-    parts = [f'first-stage fusion {fusion:g} for every system'] if fusion else []
+                    observed_fusion: float, *, head_rerank: int = 0) -> List[str]:
+    """The phrases that say which shared stages a comparison applied (none for none): the head re-rank, then the
+    fusion."""
+    parts = [f'top {head_rerank} re-ranked once more for every system that uses the reranker'] if head_rerank else []
+    if fusion:
+        parts.append(f'first-stage fusion {fusion:g} for every system')
     if tail_fusion is not None:
         parts.append(f'below the top {fusion_head} first-stage fusion {tail_fusion:g}')
     if observed_fusion:
@@ -261,7 +302,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
             verbose: bool = False, reranker: str = 'minilm', tail_fusion: Optional[float] = None,
-            fusion_head: int = 10, observed_fusion: Optional[float] = None) -> pd.DataFrame:
+            fusion_head: int = 10, observed_fusion: Optional[float] = None, head_rerank: int = 0) -> pd.DataFrame:
     """Run GAREN and its baselines in one ``pt.Experiment`` with the CPU default components.
 
     Offline artifacts are built on the first call (a PISA index, MiniLM vectors, a k-NN graph, summarised groups;
@@ -281,6 +322,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         tail_fusion: that fusion's weight below its first ``fusion_head`` documents (:func:`build_systems`).
         fusion_head: documents above the tail fusion.
         observed_fusion: that fusion's weight of the observation order below the head (:func:`build_systems`).
+        head_rerank: documents every system's reranker re-ranks once more at its end, before any fusion
+            (:func:`build_systems`; 0 = none).
         final_order: every window search's ``final_order`` (None: each search's default).
         verbose: progress bars: one per offline step that builds something, one over the systems.
         reranker: the reranker of every system: ``'minilm'`` (default), ``'cross-encoder:NAME_OR_FOLDER'`` or
@@ -308,6 +351,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     _registry.navigator(navigator)  # an unknown name fails before anything is built
     check_int('num_queries', num_queries, low=1, none_ok=True, note='None: all queries')
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # what the table reports
+    check_head_rerank(head_rerank)
     from ._text_rerankers import build_reranker, check_reranker
     check_reranker(reranker)  # a spec that cannot work fails before anything is built
     # the queries and judgements are read before anything is built: a bad line fails in seconds, not after the
@@ -337,7 +381,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         reranker, reranker_text = build_reranker(spec, prepared)
     pipelines = build_systems(prepared, reranker, nav, budget=budget, systems=systems, fusion=fusion,
                               final_order=final_order, tail_fusion=tail_fusion, fusion_head=fusion_head,
-                              observed_fusion=observed_fusion, first_stage=pt.Transformer.from_df(first))
+                              observed_fusion=observed_fusion, first_stage=pt.Transformer.from_df(first),
+                              head_rerank=head_rerank)
     excluded = bool((all_qrels.label == -100).any())
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
@@ -388,6 +433,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     }
     if tail_fusion is not None or observed_fusion:
         table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head, observed_fusion=observed_fusion)
+    if head_rerank:
+        table.attrs['run']['head_rerank'] = head_rerank
     return table
 
 
@@ -421,7 +468,8 @@ def format_comparison(table: pd.DataFrame) -> str:
                   + (f"; final order {run['final_order']}" if run.get('final_order') else '')
                   + ''.join(f'; {part}' for part in describe_fusion(run.get('fusion', 0.), run.get('tail_fusion'),
                                                                      run.get('fusion_head', 10),
-                                                                     run.get('observed_fusion', 0.))),
+                                                                     run.get('observed_fusion', 0.),
+                                                                     head_rerank=run.get('head_rerank', 0))),
                   f"first stage: {run['first_stage']}",
                   f"reranker:    {run['reranker']}" + ('; listwise (scores that only order each call)'
                                                          if run.get('listwise') else ''),

@@ -139,21 +139,14 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Re-order every query's documents by the fused score."""
+        from ._head import ranked_groups, renumber
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
-        if not {'rank', 'score'} & set(inp.columns):
-            raise ValueError(f'{self!r}: the input needs a rank or score column to order its documents; got '
-                             f'{list(inp.columns)}')
-        if len(inp) == 0:
+        groups, dropped = ranked_groups(inp, self)
+        if not groups:
             return inp.copy()
         first = self._first(inp)
-        frames, dropped = [], 0
-        for qid, group in inp.groupby('qid', sort=False):
-            order = [c for c in ('rank', 'score') if c in group.columns][:1]
-            group = group.sort_values(order, ascending='rank' in order, kind='stable').reset_index(drop=True)
-            repeated = group['docno'].astype(str).duplicated().to_numpy()
-            if repeated.any():  # one row per document: its best-placed one
-                dropped += int(repeated.sum())
-                group = group[~repeated].reset_index(drop=True)
+        frames = []
+        for qid, group in groups:
             docnos = group['docno'].astype(str).tolist()
             rank0 = {d: i for i, d in enumerate(first.get(str(qid), []))}
             position = {d: i for i, d in enumerate(docnos)}
@@ -164,9 +157,7 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             fused = (fuse_first_stage(docnos, rank0, self.weight, self.k, tail_weight=self.tail_weight, head=self.head,
                                       observed=observed, observed_weight=self.observed_weight)
                      if self.weight or self.tail_weight is not None or self.observed_weight else docnos)
-            group = group.iloc[[position[d] for d in fused]].reset_index(drop=True)
-            n = len(group)
-            frames.append(group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n)))
+            frames.append(renumber(group.iloc[[position[d] for d in fused]].reset_index(drop=True)))
         if dropped:
             warnings.warn(f'{self!r}: dropped {dropped} duplicate docnos (kept the best-placed row of each per '
                           f'query)', stacklevel=2)

@@ -62,6 +62,8 @@ class Components:
             for the whole list); when set the stage is appended (and GAREN+ drops its own) even with ``fusion`` 0.
         observed_fusion: that fusion's weight of the search's observation order below its head
             (``FirstStageFusion(observed_weight=...)``; 0 = none); when set the stage is appended likewise.
+        head_rerank: documents ``build_systems`` re-ranks once more at the end of every system that uses the
+            reranker (:class:`~pyterrier_garen.HeadReranker`, before any fusion; 0 = none).
     """
     first_stage: Any
     reranker: Any
@@ -74,11 +76,18 @@ class Components:
     fusion: float = 0.0
     tail_fusion: Optional[float] = None
     observed_fusion: float = 0.0
+    head_rerank: int = 0
 
     @property
     def shared_fusion(self) -> bool:
         """Whether ``build_systems`` appends one first-stage fusion to every system."""
         return bool(self.fusion) or self.tail_fusion is not None or bool(self.observed_fusion)
+
+    @property
+    def fusion_outside(self) -> bool:
+        """Whether a system with a first-stage fusion of its own (:attr:`System.fusion`) must leave it out of its
+        search: a shared stage replaces it, or ``build_systems`` applies it as a stage after the head re-rank."""
+        return self.shared_fusion or bool(self.head_rerank)
 
     @property
     def search_options(self) -> Dict[str, Any]:
@@ -100,9 +109,14 @@ class System:
         factory: builds the whole pipeline (first stage included) from :class:`Components`.
         groups: whether its output depends on the partition into groups (the sweep then runs it once per Leiden
             seed; otherwise once, its row repeated for each seed).
-        sweep: whether ``strength_sweep`` runs it by default (systems that a reranker changes).
+        sweep: whether it uses the reranker, so that ``strength_sweep`` runs it by default and ``build_systems``'s
+            head re-rank applies to it (False: a reference row such as BM25 that no reranker changes).
         extras: the ``setup.cfg`` extras it needs beyond the base install.
         text: one line for documentation.
+        fusion: the first-stage fusion the system applies inside its search, as
+            :class:`~pyterrier_garen.FirstStageFusion` keywords (``weight``, ``tail_weight``, ``observed_weight``;
+            None: none). Its factory must leave it out when :attr:`Components.fusion_outside`; ``build_systems``
+            then applies it as that stage after the head re-rank (or a shared stage replaces it).
     """
     name: str
     factory: Callable[[Components], Any]
@@ -110,6 +124,7 @@ class System:
     sweep: bool = True
     extras: Tuple[str, ...] = ()
     text: str = ''
+    fusion: Optional[Dict[str, float]] = None
 
 
 @dataclass(frozen=True)
@@ -299,9 +314,11 @@ register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN
 #: What GAREN+ runs without when ``build_systems`` appends the shared fusion stage to every system.
 NO_OWN_FUSION = {'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}
 
-register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}),
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.fusion_outside else {})}),
                        groups=True,
-                       text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
+                       text="GAREN with the frozen options beyond the paper (GAREN_PLUS)",
+                       fusion={'weight': GAREN_PLUS['fusion'], 'tail_weight': GAREN_PLUS['tail_fusion'],
+                               'observed_weight': GAREN_PLUS['observed_fusion']}))
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the built-in navigators

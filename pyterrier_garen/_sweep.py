@@ -190,6 +190,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                    variants: Optional[Dict[str, Dict[str, Any]]] = None, budgets: Optional[Sequence[int]] = None,
                    fusion: float = 0.0, final_order: Optional[str] = None, tail_fusion: Optional[float] = None,
                    fusion_head: int = 10, observed_fusion: Optional[float] = None, listwise: bool = False,
+                   head_rerank: int = 0,
                    verbose: bool = False) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Run every system with simulated rerankers of several strengths (and MiniLM) over several partitions.
 
@@ -227,6 +228,10 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         fusion_head: documents above the tail fusion.
         observed_fusion: that fusion's weight of each search's observation order below the head (0 = none; None:
             0, or GAREN+'s with ``fusion`` alone).
+        head_rerank: documents re-ranked once more by the reranker at the end of every system and variant that
+            uses it, before any fusion (:class:`~pyterrier_garen.HeadReranker`, as in
+            :func:`~pyterrier_garen.build_systems`; 0 = none). A variant that sets its own ``fusion`` keeps it inside
+            its search, so before this call.
         listwise: every reranker seen as a listwise one (:class:`~pyterrier_garen.analysis.ListwiseView`): the same
             verdicts, but each call's scores only order that call's documents, as an LLM's ranking does (the
             searches' ``final_order='auto'`` then merges window positions, ``'dropped'``).
@@ -238,8 +243,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         query's values, for paired tests (:func:`sweep_tests`).
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
-    from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
-    from ._compare import bm25_first_stage, build_systems, evaluation_qrels, fusion_stage, resolve_fusion
+    from . import GAREN, FirstStageFusion, HeadReranker, VectorScorer, minilm_encoder
+    from ._compare import (bm25_first_stage, build_systems, check_head_rerank, evaluation_qrels, fusion_stage,
+                           resolve_fusion)
     from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
     from ._errors import each_warning_once
     from ._simulation import ListwiseView, SimulatedReranker
@@ -248,6 +254,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     check_sweep_arguments(sigmas=sigmas, noise_seeds=noise_seeds, partition_seeds=partition_seeds, budgets=budgets,
                           num_queries=num_queries, variants=variants)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
+    check_head_rerank(head_rerank)
     if not list(sigmas) and not minilm:
         raise ValueError('no reranker to sweep: give at least one sigma, or minilm=True (MiniLM only)')
     systems = list(SWEEP_SYSTEMS if systems is None else systems)
@@ -288,10 +295,12 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                 pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
                                           budget=b, first_stage=source, systems=names, fusion=fusion,
                                           tail_fusion=tail_fusion, fusion_head=fusion_head,
-                                          observed_fusion=observed_fusion, **options)
+                                          observed_fusion=observed_fusion, head_rerank=head_rerank, **options)
                 for name, kwargs in (variants or {}).items():
                     pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
                                                       **{**options, **kwargs})
+                    if head_rerank:
+                        pipelines[name] = pipelines[name] >> HeadReranker(reranker, head_rerank)
                     if fusion or tail_fusion is not None or observed_fusion:
                         stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
                         pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)

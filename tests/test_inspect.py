@@ -42,6 +42,7 @@ def _exported():
         garen.YesNoScorer(ENGINE, batch_size=4, max_doc_tokens=64),
         garen.ListwiseReranker(ENGINE, window=10, stride=5),
         garen.FirstStageFusion(SCORER, weight=0.3),
+        garen.HeadReranker(SCORER, depth=10),
         garen.CrossEncoderScorer('some/local-folder', batch_size=8, max_length=128),
         garen.RemoveExcluded(QRELS),
         GAR(SCORER, GRAPH, num_results=30),

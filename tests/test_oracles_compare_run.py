@@ -14,7 +14,8 @@ import pytest
 from ir_measures import R, nDCG
 
 import pyterrier_garen as garen
-from pyterrier_garen import FirstStageFusion, GAREN, RemoveExcluded, SlidingWindowReranker, VoteNavigator
+from pyterrier_garen import (FirstStageFusion, GAREN, HeadReranker, RemoveExcluded, SlidingWindowReranker,
+                             VoteNavigator)
 from pyterrier_garen._compare import vectors_precision
 from pyterrier_garen.analysis import SimulatedReranker
 from pyterrier_garen.synthetic import make_synthetic
@@ -71,10 +72,10 @@ def _run(collection, **kwargs):
     return garen.compare(dataset, workdir=root / 'work', **options)
 
 
-def _pipelines(prepared, budget=30, stage=None, **search):
+def _pipelines(prepared, budget=30, stage=None, own_fusion=True, **search):
     bm25 = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
     reranker = simulated(prepared)
-    plus = PLUS_SHARED if stage is not None else PLUS
+    plus = PLUS_SHARED if stage is not None or not own_fusion else PLUS
     pipes = {'BM25': bm25 % budget,
              'Rerank': bm25 >> SlidingWindowReranker(reranker, budget=budget, **search),
              'GAREN': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **search),
@@ -193,6 +194,56 @@ def test_a_fusion_given_in_full_reaches_every_row_with_the_final_order(collectio
     run = table.attrs['run']
     assert (run['final_order'], run['tail_fusion'], run['fusion_head'], run['observed_fusion']) == \
         ('paper', 1.0, 5, 0.0)
+
+
+def test_the_head_rerank_reaches_every_row_that_reranks_before_any_fusion(collection):
+    _, dataset, prepared = collection
+    topics, qrels = dataset.get_topics(), garen.evaluation_qrels(dataset)
+    bm25 = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
+    reranker = simulated(prepared)
+    plain = _pipelines(prepared, own_fusion=False)  # the searches, GAREN+'s without its own fusion
+    # no shared fusion: every row that reranks gets the call; GAREN+'s own fusion comes after it, as that stage
+    table = _run(collection, head_rerank=5)
+    plus = {'weight': 0.1, 'tail_weight': 0.5, 'observed_weight': 3.0}
+    expected = {'BM25': plain['BM25'],
+                'Rerank': plain['Rerank'] >> HeadReranker(reranker, 5),
+                'GAREN': plain['GAREN'] >> HeadReranker(reranker, 5),
+                'GAREN+': plain['GAREN+'] >> HeadReranker(reranker, 5) >> FirstStageFusion(bm25, **plus)}
+    _assert_rows(table, _expected(expected, topics, qrels))
+    assert table.attrs['run']['head_rerank'] == 5
+    assert 'top 5 re-ranked once more for every system that uses the reranker' in garen.format_comparison(table)
+    # with a shared fusion the call comes first, then that stage, for every row alike
+    shared = _run(collection, head_rerank=5, fusion=0.2, observed_fusion=0.0)
+    stage = FirstStageFusion(bm25, 0.2)
+    _assert_rows(shared, _expected({'BM25': plain['BM25'] >> stage,
+                                    **{n: plain[n] >> HeadReranker(reranker, 5) >> stage
+                                       for n in ('Rerank', 'GAREN', 'GAREN+')}}, topics, qrels))
+    assert 'head_rerank' not in _run(collection, systems=['Rerank']).attrs['run']
+
+
+def test_the_head_rerank_moves_a_listwise_search_and_keeps_its_documents(collection):
+    _, dataset, prepared = collection
+    from pyterrier_garen.analysis import ListwiseView
+    reranker = ListwiseView(simulated(prepared))
+    topics = dataset.get_topics()
+    plain = garen.build_systems(prepared, reranker, VoteNavigator(), budget=30, systems=['GAREN'])['GAREN'](topics)
+    head = garen.build_systems(prepared, reranker, VoteNavigator(), budget=30, systems=['GAREN'],
+                               head_rerank=20)['GAREN'](topics)
+    for qid, rows in plain.groupby('qid'):
+        again = head[head.qid == qid]
+        assert set(again.docno) == set(rows.docno)  # no document added or removed
+        assert again.docno.tolist()[20:] == rows.docno.tolist()[20:]  # below the head: as it was
+    assert head.docno.tolist() != plain.docno.tolist()  # the merged window positions were re-ranked
+
+
+@pytest.mark.parametrize('depth', [1, -1, 2.5])
+def test_a_bad_head_rerank_fails_before_anything_is_built(collection, tmp_path, depth):
+    _, dataset, prepared = collection
+    with pytest.raises(ValueError, match='head_rerank must be'):
+        garen.compare(dataset, workdir=tmp_path / 'work', head_rerank=depth)
+    assert not (tmp_path / 'work').exists()
+    with pytest.raises(ValueError, match='head_rerank must be'):
+        garen.build_systems(prepared, simulated(prepared), VoteNavigator(), head_rerank=depth)
 
 
 def test_without_garen_there_is_no_baseline(collection):

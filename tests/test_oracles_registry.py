@@ -293,6 +293,10 @@ def test_fusion_stage_and_its_description():
                                                   'below the top 10 first-stage fusion 0.5',
                                                   'below the top 10 observation-order fusion 3']
     assert describe_fusion(0.0, 0.25, 4, 0.0) == ['below the top 4 first-stage fusion 0.25']
+    assert describe_fusion(0.1, None, 10, 0.0, head_rerank=20) == [
+        'top 20 re-ranked once more for every system that uses the reranker', 'first-stage fusion 0.1 for every system']
+    assert describe_fusion(0.0, None, 10, 0.0, head_rerank=5) == [
+        'top 5 re-ranked once more for every system that uses the reranker']
 
 
 # ---- the registry's names, flags and errors

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import pyterrier_garen as garen
-from pyterrier_garen import FirstStageFusion, GAREN, SlidingWindowReranker, VoteNavigator, analysis
+from pyterrier_garen import FirstStageFusion, GAREN, HeadReranker, SlidingWindowReranker, VoteNavigator, analysis
 from pyterrier_garen import _registry
 from pyterrier_garen.analysis import SimulatedReranker
 from pyterrier_garen.datasets import remove_excluded
@@ -207,6 +207,27 @@ def test_listwise_gives_every_search_the_same_verdicts_as_window_positions(small
     assert dropped != _by_hand(prepared, GAREN(reranker, prepared.groups, VoteNavigator(), budget=120), qids)
     assert _cell(table, 'GAR')['nDCG@10'] != pytest.approx(_cell(pointwise, 'GAR')['nDCG@10'])
     assert table.reranker.tolist() == ['simulated'] * 3  # the kind of verdict; the command line says listwise
+
+
+def test_the_head_rerank_reaches_every_system_and_variant_before_the_shared_fusion(small):
+    prepared, qids, reranker, kwargs = _sigma_two(small)
+    listwise = analysis.ListwiseView(reranker)
+    first = _bm25(prepared)(prepared.dataset.get_topics())
+    table, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=60, listwise=True,
+                                       head_rerank=20, fusion=0.1, observed_fusion=0.0,
+                                       variants={'GAREN-t1': {'tau_switch': 1}}, **kwargs)
+    stage = FirstStageFusion(first, 0.1)
+    searches = {'Rerank': SlidingWindowReranker(listwise, budget=60),
+                'GAREN': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60),
+                'GAREN-t1': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60, tau_switch=1)}
+    for name, search in searches.items():
+        expected = _by_hand(prepared, search >> HeadReranker(listwise, 20) >> stage, qids)
+        _assert_cell(_cell(table, name), expected)
+    without, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=60, listwise=True, fusion=0.1,
+                                         observed_fusion=0.0, **kwargs)
+    assert _cell(without, 'GAREN')['nDCG@10'] != pytest.approx(_cell(table, 'GAREN')['nDCG@10'])
+    with pytest.raises(ValueError, match='head_rerank must be'):
+        analysis.strength_sweep(prepared, systems=['GAREN'], head_rerank=1, **kwargs)
 
 
 def test_excluded_documents_leave_every_run_before_it_is_scored(small, tmp_path):

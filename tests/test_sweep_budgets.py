@@ -92,6 +92,11 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     # --fusion alone is GAREN+'s stage, and the line says so
     assert ('first-stage fusion 0.1 for every system, below the top 10 first-stage fusion 0.5, below the top 10 '
             'observation-order fusion 3;') in printed
+    load_example().main([*args, '--budget', '40', '--head-rerank', '5', '--out', str(out)])
+    expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, head_rerank=5, **COMMON)
+    pd.testing.assert_frame_equal(pd.read_csv(out), expected, check_dtype=False)
+    assert 'budget 40, navigator vote, top 5 re-ranked once more for every system that uses the reranker;' in \
+        capsys.readouterr().out
     load_example().main([*args, '--budget', '40', '--fusion', '0.1', '--tail-fusion', '2', '--fusion-head', '3',
                          '--observed-fusion', '1', '--out', str(out)])
     expected, _ = analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budget=40, fusion=0.1,

@@ -1,0 +1,102 @@
+"""HeadReranker: one more reranker call over the top of every query's ranking, as a stage of its own (_head.py).
+
+Every expected order below is worked by hand from the scores the stub gives.
+"""
+import numpy as np
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+from pyterrier_garen import FirstStageFusion, HeadReranker
+
+from _toy_graph import DictScorer
+
+
+def run(rows):
+    """A result frame from ``[(qid, docno, rank, iteration)]`` rows (query text ``'text of QID'``)."""
+    frame = pd.DataFrame(rows, columns=['qid', 'docno', 'rank', 'iteration'])
+    return frame.assign(query='text of ' + frame.qid, score=-frame['rank'].astype(float))
+
+
+# q1: a b c d e (ranks 0-4); q2: x y (fewer documents than the depth)
+RUN = run([('q1', 'a', 0, 0), ('q1', 'b', 1, 0), ('q1', 'c', 2, 1), ('q1', 'd', 3, 1), ('q1', 'e', 4, 2),
+           ('q2', 'x', 0, 0), ('q2', 'y', 1, 3)])
+SCORES = {'a': 1, 'b': 5, 'c': 3, 'd': 9, 'e': 0, 'x': 2, 'y': 4}
+
+
+def test_the_head_is_sorted_by_the_reranker_and_the_rest_keeps_its_order():
+    scorer = DictScorer(SCORES)
+    out = HeadReranker(scorer, depth=3)(RUN)
+    # q1's head a b c scores 1 5 3 -> b c a; d (9) and e (0) stay below it in input order; q2's x y (2, 4) -> y x
+    assert out.qid.tolist() == ['q1'] * 5 + ['q2'] * 2
+    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1]
+    assert out['score'].tolist() == [5., 4., 3., 2., 1., 2., 1.]
+    # every row keeps its own columns (the shared fusion reads iteration)
+    assert dict(zip(out.docno, out.iteration)) == {'a': 0, 'b': 0, 'c': 1, 'd': 1, 'e': 2, 'x': 0, 'y': 3}
+    assert out['query'].tolist() == ['text of q1'] * 5 + ['text of q2'] * 2
+    # ONE call for all queries, one window each, in input order, scored as a window search asks (len - position)
+    assert scorer.num_calls == 1
+    asked = scorer.calls[0]
+    assert asked.qid.tolist() == ['q1'] * 3 + ['q2'] * 2
+    assert asked.docno.tolist() == ['a', 'b', 'c', 'x', 'y']
+    assert asked['query'].tolist() == ['text of q1'] * 3 + ['text of q2'] * 2
+    assert asked['score'].tolist() == [3., 2., 1., 2., 1.]
+    assert asked['rank'].tolist() == [0, 1, 2, 0, 1]
+
+
+def test_input_order_is_read_from_rank_else_score_and_ties_keep_it():
+    shuffled = RUN.iloc[[4, 2, 0, 6, 3, 1, 5]]
+    assert HeadReranker(DictScorer(SCORES), depth=3)(shuffled).docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    by_score = shuffled.drop(columns='rank')  # score = -rank: the same order
+    assert HeadReranker(DictScorer(SCORES), depth=3)(by_score).docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    # equal scores: the input order decides (a before c, both 1), b (5) first
+    tied = HeadReranker(DictScorer({'a': 1, 'b': 5, 'c': 1}), depth=4)(RUN)
+    assert tied.docno.tolist()[:5] == ['b', 'a', 'c', 'd', 'e']  # d scores 0 (the stub's default), e outside
+
+
+def test_a_depth_of_the_whole_list_and_of_two():
+    assert HeadReranker(DictScorer(SCORES), depth=5)(RUN).docno.tolist() == ['d', 'b', 'c', 'a', 'e', 'y', 'x']
+    assert HeadReranker(DictScorer(SCORES), depth=2)(RUN).docno.tolist() == ['b', 'a', 'c', 'd', 'e', 'y', 'x']
+
+
+class Faulty(pt.Transformer):
+    """Drops document a's row and gives b a NaN score; c gets 1 and the rest their DictScorer score."""
+
+    def transform(self, inp):
+        out = DictScorer(SCORES)(inp)
+        out.loc[out.docno == 'b', 'score'] = np.nan
+        return out[out.docno != 'a']
+
+
+def test_a_dropped_row_or_nan_goes_to_the_bottom_of_the_head_with_a_warning():
+    with pytest.warns(UserWarning, match=r'no usable score for 2 of 5 rows \(1 NaN or infinite, 1 missing'):
+        out = HeadReranker(Faulty(), depth=3)(RUN)
+    # head a b c: only c has a score -> c, then a and b in input order; d e below
+    assert out.docno.tolist() == ['c', 'a', 'b', 'd', 'e', 'y', 'x']
+    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1]
+
+
+def test_duplicates_empty_input_and_bad_arguments():
+    twice = pd.concat([RUN, RUN.iloc[[1]].assign(rank=7)], ignore_index=True)
+    with pytest.warns(UserWarning, match='dropped 1 duplicate docnos'):
+        out = HeadReranker(DictScorer(SCORES), depth=3)(twice)
+    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    assert len(HeadReranker(DictScorer(SCORES))(RUN.iloc[:0])) == 0
+    with pytest.raises(ValueError, match='depth must be an integer >= 2'):
+        HeadReranker(DictScorer(SCORES), depth=1)
+    with pytest.raises(ValueError, match='rank or score'):
+        HeadReranker(DictScorer(SCORES))(RUN[['qid', 'query', 'docno']])
+    with pytest.raises(KeyError, match='query'):
+        HeadReranker(DictScorer(SCORES))(RUN.drop(columns='query'))
+    assert repr(HeadReranker(DictScorer(SCORES), depth=3)).startswith('HeadReranker(')
+    assert repr(HeadReranker(DictScorer(SCORES), depth=3)).endswith('depth=3)')
+
+
+def test_before_the_fusion_it_sees_the_search_order_and_the_fusion_reads_its_iterations():
+    # composed as compare composes it: the fused order of the re-ranked head, by FirstStageFusion's own formula
+    first = run([('q1', d, i, -1) for i, d in enumerate(['e', 'd', 'c', 'b', 'a'])])
+    pipe = HeadReranker(DictScorer(SCORES), depth=3) >> FirstStageFusion(first, weight=1.0, k=1)
+    # after the call: b c a d e (positions 1-5); R_0 ranks e1 d2 c3 b4 a5
+    # b 1/2 + 1/5 = .7, c 1/3 + 1/4 = .5833, a 1/4 + 1/6 = .4167, d 1/5 + 1/3 = .5333, e 1/6 + 1/2 = .6667
+    assert pipe(RUN[RUN.qid == 'q1']).docno.tolist() == ['b', 'e', 'c', 'd', 'a']
