@@ -319,11 +319,12 @@ def fake_compare(monkeypatch):
 def test_compare_passes_every_option(fake_compare, capsys, tmp_path):
     cli.main(['compare', '--dataset', 'd', '--budget', '50', '--workdir', 'w', '--queries', '7', '--navigator', 'vote',
               '--systems', 'GAR', 'GAREN', '--binary', '--fusion', '0.2', '--final-order', 'paper', '--quiet',
-              '--reranker', 'factory:m:f', '--tail-fusion', '0.5', '--fusion-head', '5', '--observed-fusion', '2'])
+              '--reranker', 'factory:m:f', '--tail-fusion', '0.5', '--fusion-head', '5', '--observed-fusion', '2',
+              '--head-rerank', '20'])
     assert fake_compare.calls == [(('d',), {
         'budget': 50, 'workdir': 'w', 'num_queries': 7, 'navigator': 'vote', 'systems': ['GAR', 'GAREN'],
         'binary': True, 'fusion': 0.2, 'final_order': 'paper', 'verbose': False, 'reranker': 'factory:m:f',
-        'tail_fusion': 0.5, 'fusion_head': 5, 'observed_fusion': 2.0})]
+        'tail_fusion': 0.5, 'fusion_head': 5, 'observed_fusion': 2.0, 'head_rerank': 20})]
     assert capsys.readouterr().out == 'THE TABLE\n'
     cli.main(['compare', '--graded'])
     args, kwargs = fake_compare.calls[-1]
@@ -331,7 +332,7 @@ def test_compare_passes_every_option(fake_compare, capsys, tmp_path):
     assert kwargs == {'budget': 100, 'workdir': None, 'num_queries': None, 'navigator': 'centroid',
                       'systems': list(_compare.SYSTEMS), 'binary': False, 'fusion': 0.0, 'final_order': None,
                       'verbose': True, 'reranker': 'minilm', 'tail_fusion': None, 'fusion_head': 10,
-                      'observed_fusion': None}
+                      'observed_fusion': None, 'head_rerank': 0}
     assert capsys.readouterr().out == 'THE TABLE\nNOTE: synthetic data; run with --dataset for real numbers.\n'
     cli.main(['compare'])
     assert fake_compare.calls[-1][1]['binary'] is None
