@@ -14,56 +14,22 @@ per collection and budget, nDCG@10 and R@100 of SlideGAR, RGS and GAREN+ with an
 the collections and GAREN+ minus the best baseline. Every reranker (MiniLM, and the simulated reranker at each
 `--sigmas`, noise seed 0) is seen through `analysis.ListwiseView`, as in the listwise sweeps; the collections' default
 partition is the sweeps' partition 42. GAR is left out: with a listwise reranker it ranks its batches by their places
-(docs/results.md, "a listwise reranker"). A probe, not a shipped option: the same call is not yet offered by `compare`
-or the sweep.
+(docs/results.md, "a listwise reranker"). The call is the shipped stage `HeadReranker`, put there by
+`build_systems(head_rerank=depth)` (`compare --head-rerank N`, `strength_sweep.py --head-rerank N`); this script was the
+probe that preceded it and now runs it.
 """
 import argparse
 import os
 
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import pyterrier as pt  # noqa: E402
 from ir_measures import R, nDCG  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
 from pyterrier_garen import analysis  # noqa: E402
 
 SYSTEMS = ['SlideGAR', 'RGS', 'GAREN+']
-
-
-class HeadRerank(pt.Transformer):
-    """Re-rank the top ``depth`` documents of every query once more with ``reranker`` (one call for all queries);
-    the rest keep their order below them. Ranks and scores are rewritten to follow the new order."""
-
-    def __init__(self, reranker: pt.Transformer, depth: int = 20):
-        self.reranker = reranker
-        self.depth = depth
-
-    def transform(self, run: pd.DataFrame) -> pd.DataFrame:
-        run = run.sort_values(['qid', 'rank'], kind='stable')
-        head = run.groupby('qid', sort=False).head(self.depth)
-        asked = head[['qid', 'query', 'docno']].assign(score=-head['rank'].astype(float), rank=head['rank'])
-        verdict = self.reranker(asked).set_index(['qid', 'docno'])['score']
-        place = pd.Series(verdict.reindex(pd.MultiIndex.from_frame(head[['qid', 'docno']])).to_numpy(),
-                          index=head.index)
-        key = pd.Series(-np.inf, index=run.index)  # below the head: kept in order after it
-        key[head.index] = place
-        run = run.assign(_head=run.index.isin(head.index), _key=key)
-        run = run.sort_values(['qid', '_head', '_key'], ascending=[True, False, False], kind='stable')
-        run = run.drop(columns=['_head', '_key'])
-        position = run.groupby('qid', sort=False).cumcount()
-        return run.assign(rank=position.to_numpy(), score=-position.to_numpy().astype(float)).reset_index(drop=True)
-
-
-def with_head_rerank(pipeline: pt.Transformer, reranker: pt.Transformer, depth: int) -> pt.Transformer:
-    """``pipeline`` (a system followed by its fusion stage) with :class:`HeadRerank` put before that last stage."""
-    stages = list(pt.inspect.subtransformers(pipeline)['transformers'])
-    system = stages[0]
-    for stage in stages[1:-1]:
-        system = system >> stage
-    return system >> HeadRerank(reranker, depth) >> stages[-1]
 
 
 def measure(collection: str, budgets, depth: int, sigmas) -> pd.DataFrame:
@@ -76,10 +42,10 @@ def measure(collection: str, budgets, depth: int, sigmas) -> pd.DataFrame:
     for label, reranker in rerankers.items():
         listwise = analysis.ListwiseView(reranker)
         for budget in budgets:
-            pipelines = garen.build_systems(prepared, listwise, navigator, budget=budget, systems=SYSTEMS,
-                                            fusion=0.1)
-            for name, pipeline in pipelines.items():
-                for head, system in (('no', pipeline), ('yes', with_head_rerank(pipeline, listwise, depth))):
+            for head, call in (('no', 0), ('yes', depth)):
+                pipelines = garen.build_systems(prepared, listwise, navigator, budget=budget, systems=SYSTEMS,
+                                                fusion=0.1, head_rerank=call)
+                for name, system in pipelines.items():
                     values = score(system(topics), judged, [nDCG @ 10, R @ 100])
                     rows.append({'collection': collection, 'reranker': label, 'budget': budget, 'system': name,
                                  'head_rerank': head, 'nDCG@10': values[nDCG @ 10], 'R@100': values[R @ 100]})
