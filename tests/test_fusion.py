@@ -57,7 +57,7 @@ def test_bad_parameters_and_input():
         FirstStageFusion(ranking(['a']), weight=-1)
     with pytest.raises(ValueError, match='k must be'):
         FirstStageFusion(ranking(['a']), k=0)
-    with pytest.raises(ValueError, match='rank or score'):
+    with pytest.raises(ValueError, match=r'^FirstStageFusion\(.*\): the input needs a rank or score column'):
         FirstStageFusion(ranking(['a']))(pd.DataFrame({'qid': ['q1'], 'docno': ['a']}))
     assert repr(FirstStageFusion(ranking(['a']), weight=0.3)) == 'FirstStageFusion(<DataFrame of 1 rows>, weight=0.3)'
     assert len(FirstStageFusion(ranking(['a']))(ranking([])[['qid', 'docno', 'score']])) == 0

@@ -18,46 +18,49 @@ def run(rows):
     return frame.assign(query='text of ' + frame.qid, score=-frame['rank'].astype(float))
 
 
-# q1: a b c d e (ranks 0-4); q2: x y (fewer documents than the depth)
+# q1: a b c d e (ranks 0-4); q2: x y (fewer documents than the depth); q3: one document
 RUN = run([('q1', 'a', 0, 0), ('q1', 'b', 1, 0), ('q1', 'c', 2, 1), ('q1', 'd', 3, 1), ('q1', 'e', 4, 2),
-           ('q2', 'x', 0, 0), ('q2', 'y', 1, 3)])
-SCORES = {'a': 1, 'b': 5, 'c': 3, 'd': 9, 'e': 0, 'x': 2, 'y': 4}
+           ('q2', 'x', 0, 0), ('q2', 'y', 1, 3), ('q3', 'z', 0, 0)])
+SCORES = {'a': 1, 'b': 5, 'c': 3, 'd': 9, 'e': 0, 'x': 2, 'y': 4, 'z': 1}
 
 
 def test_the_head_is_sorted_by_the_reranker_and_the_rest_keeps_its_order():
     scorer = DictScorer(SCORES)
     out = HeadReranker(scorer, depth=3)(RUN)
     # q1's head a b c scores 1 5 3 -> b c a; d (9) and e (0) stay below it in input order; q2's x y (2, 4) -> y x
-    assert out.qid.tolist() == ['q1'] * 5 + ['q2'] * 2
-    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
-    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1]
-    assert out['score'].tolist() == [5., 4., 3., 2., 1., 2., 1.]
-    # every row keeps its own columns (the shared fusion reads iteration)
-    assert dict(zip(out.docno, out.iteration)) == {'a': 0, 'b': 0, 'c': 1, 'd': 1, 'e': 2, 'x': 0, 'y': 3}
-    assert out['query'].tolist() == ['text of q1'] * 5 + ['text of q2'] * 2
+    assert out.qid.tolist() == ['q1'] * 5 + ['q2'] * 2 + ['q3']
+    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x', 'z']
+    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1, 0]
+    assert out['score'].tolist() == [5., 4., 3., 2., 1., 2., 1., 1.]
+    # every row keeps its own columns (the shared fusion reads iteration), and no other column or index is added
+    assert dict(zip(out.docno, out.iteration)) == {'a': 0, 'b': 0, 'c': 1, 'd': 1, 'e': 2, 'x': 0, 'y': 3, 'z': 0}
+    assert out['query'].tolist() == ['text of q1'] * 5 + ['text of q2'] * 2 + ['text of q3']
+    assert sorted(out.columns) == sorted(RUN.columns)
+    assert out.index.tolist() == list(range(8))
     # ONE call for all queries, one window each, in input order, scored as a window search asks (len - position)
     assert scorer.num_calls == 1
     asked = scorer.calls[0]
-    assert asked.qid.tolist() == ['q1'] * 3 + ['q2'] * 2
-    assert asked.docno.tolist() == ['a', 'b', 'c', 'x', 'y']
-    assert asked['query'].tolist() == ['text of q1'] * 3 + ['text of q2'] * 2
-    assert asked['score'].tolist() == [3., 2., 1., 2., 1.]
-    assert asked['rank'].tolist() == [0, 1, 2, 0, 1]
+    assert asked.qid.tolist() == ['q1'] * 3 + ['q2'] * 2 + ['q3']
+    assert asked.docno.tolist() == ['a', 'b', 'c', 'x', 'y', 'z']
+    assert asked['query'].tolist() == ['text of q1'] * 3 + ['text of q2'] * 2 + ['text of q3']
+    assert asked['score'].tolist() == [3., 2., 1., 2., 1., 1.]
+    assert asked['rank'].tolist() == [0, 1, 2, 0, 1, 0]
 
 
 def test_input_order_is_read_from_rank_else_score_and_ties_keep_it():
-    shuffled = RUN.iloc[[4, 2, 0, 6, 3, 1, 5]]
-    assert HeadReranker(DictScorer(SCORES), depth=3)(shuffled).docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    shuffled = RUN.iloc[[4, 2, 0, 6, 7, 3, 1, 5]]
+    expected = ['b', 'c', 'a', 'd', 'e', 'y', 'x', 'z']
+    assert HeadReranker(DictScorer(SCORES), depth=3)(shuffled).docno.tolist() == expected
     by_score = shuffled.drop(columns='rank')  # score = -rank: the same order
-    assert HeadReranker(DictScorer(SCORES), depth=3)(by_score).docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    assert HeadReranker(DictScorer(SCORES), depth=3)(by_score).docno.tolist() == expected
     # equal scores: the input order decides (a before c, both 1), b (5) first
     tied = HeadReranker(DictScorer({'a': 1, 'b': 5, 'c': 1}), depth=4)(RUN)
     assert tied.docno.tolist()[:5] == ['b', 'a', 'c', 'd', 'e']  # d scores 0 (the stub's default), e outside
 
 
 def test_a_depth_of_the_whole_list_and_of_two():
-    assert HeadReranker(DictScorer(SCORES), depth=5)(RUN).docno.tolist() == ['d', 'b', 'c', 'a', 'e', 'y', 'x']
-    assert HeadReranker(DictScorer(SCORES), depth=2)(RUN).docno.tolist() == ['b', 'a', 'c', 'd', 'e', 'y', 'x']
+    assert HeadReranker(DictScorer(SCORES), depth=5)(RUN).docno.tolist() == ['d', 'b', 'c', 'a', 'e', 'y', 'x', 'z']
+    assert HeadReranker(DictScorer(SCORES), depth=2)(RUN).docno.tolist() == ['b', 'a', 'c', 'd', 'e', 'y', 'x', 'z']
 
 
 class Faulty(pt.Transformer):
@@ -70,25 +73,28 @@ class Faulty(pt.Transformer):
 
 
 def test_a_dropped_row_or_nan_goes_to_the_bottom_of_the_head_with_a_warning():
-    with pytest.warns(UserWarning, match=r'no usable score for 2 of 5 rows \(1 NaN or infinite, 1 missing'):
+    with pytest.warns(UserWarning, match=r'no usable score for 2 of 6 rows \(1 NaN or infinite, 1 missing'):
         out = HeadReranker(Faulty(), depth=3)(RUN)
     # head a b c: only c has a score -> c, then a and b in input order; d e below
-    assert out.docno.tolist() == ['c', 'a', 'b', 'd', 'e', 'y', 'x']
-    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1]
+    assert out.docno.tolist() == ['c', 'a', 'b', 'd', 'e', 'y', 'x', 'z']
+    assert out['rank'].tolist() == [0, 1, 2, 3, 4, 0, 1, 0]
 
 
 def test_duplicates_empty_input_and_bad_arguments():
     twice = pd.concat([RUN, RUN.iloc[[1]].assign(rank=7)], ignore_index=True)
     with pytest.warns(UserWarning, match='dropped 1 duplicate docnos'):
         out = HeadReranker(DictScorer(SCORES), depth=3)(twice)
-    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x']
+    assert out.docno.tolist() == ['b', 'c', 'a', 'd', 'e', 'y', 'x', 'z']
     assert len(HeadReranker(DictScorer(SCORES))(RUN.iloc[:0])) == 0
-    with pytest.raises(ValueError, match='depth must be an integer >= 2'):
+    with pytest.raises(ValueError) as info:
         HeadReranker(DictScorer(SCORES), depth=1)
-    with pytest.raises(ValueError, match='rank or score'):
+    assert str(info.value) == 'depth must be an integer >= 2, got 1 (documents re-ranked once more per query)'
+    with pytest.raises(ValueError, match=r'^HeadReranker\(.*\): the input needs a rank or score column'):
         HeadReranker(DictScorer(SCORES))(RUN[['qid', 'query', 'docno']])
-    with pytest.raises(KeyError, match='query'):
+    missing = r"in transformer HeadReranker\(.*missing_columns=\['query'\]"
+    with pytest.raises(pt.validate.InputValidationError, match=missing):
         HeadReranker(DictScorer(SCORES))(RUN.drop(columns='query'))
+    assert HeadReranker(DictScorer(SCORES)).depth == 20  # by default one window of GAREN's size
     assert repr(HeadReranker(DictScorer(SCORES), depth=3)).startswith('HeadReranker(')
     assert repr(HeadReranker(DictScorer(SCORES), depth=3)).endswith('depth=3)')
 
