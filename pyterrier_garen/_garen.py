@@ -421,6 +421,7 @@ class GAREN(WindowSearch):
                  vote_weight: float = 0.0,
                  frontier: float = 0.0,
                  first_stage_floor: float = 0.0,
+                 head_rerank: int = 0,
                  trace: bool = False,
                  verbose: bool = False):
         """
@@ -502,6 +503,12 @@ class GAREN(WindowSearch):
                 that its agreement with the navigator cannot starve the first stage's head. The trace then records
                 the share the verdicts gave as ``first_stage_verdict`` beside the ``first_stage_share`` used. Slots
                 are whole (:func:`mix`): with ``w - h = 10`` a floor of .55 and one of .6 both give 6 slots.
+            head_rerank: (beyond the paper; 0 = off) after the search, the top ``head_rerank`` documents of the
+                final order go to the reranker once more (one more request per query, batched across queries, no new
+                document), and their order is the reranker's answer, before propagation and fusion. With a listwise
+                reranker it orders the documents below the kept top ``h`` that different windows placed; with a
+                pointwise one the order is already the reranker's, so nothing changes but the cost. The stage
+                :class:`~pyterrier_garen.HeadReranker` makes the same call after any system, after propagation.
             trace: record ``last_trace``.
             verbose: show a progress bar.
 
@@ -536,6 +543,7 @@ class GAREN(WindowSearch):
         self.vote_weight = vote_weight
         self.frontier = frontier
         self.first_stage_floor = first_stage_floor
+        self.head_rerank = head_rerank
         self.trace = trace
         self.verbose = verbose
         self._check_sizes()
@@ -563,6 +571,9 @@ class GAREN(WindowSearch):
                      note='0 = off, else the k-NN frontier\'s share of the first expansion\'s non-first-stage slots')
         check_number('first_stage_floor', first_stage_floor, low=0, high=1, high_open=True,
                      note="0 = off, else the least first-stage share of an expansion's slots")
+        check_int('head_rerank', head_rerank, low=0, note='0 = off, else the documents re-ranked once more')
+        if head_rerank == 1:
+            raise ValueError('head_rerank must be 0 (off) or at least 2: one document has no order to change')
         if first_stage_floor and not adaptive_interleave:
             raise ValueError(f'first_stage_floor={first_stage_floor} needs adaptive_interleave (the share it bounds '
                              f'from below); pass adaptive_interleave=0.5, or interleave=N for a fixed share')
@@ -593,6 +604,9 @@ class GAREN(WindowSearch):
         final = by_last_placement(state.observed, state.last)  # W~_T first, then the earlier windows' documents
         if how != 'paper':  # below the kept top h: every verdict the reranker gave, not when it was given
             final = self._final(state, final, min(self.keep, len(reranked)))
+        if self.head_rerank and len(final) > 1:  # one more request over the top (its placements become the last)
+            reranked = yield from state.rerank(final[:self.head_rerank])  # the last window W~_T now
+            final = list(reranked) + final[self.head_rerank:]
         if self.propagate:
             if how == 'paper':
                 final = propagate(reranked, state.observed, state.last, self.groups.group_of, self.p, self.alpha)

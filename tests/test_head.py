@@ -106,3 +106,54 @@ def test_before_the_fusion_it_sees_the_search_order_and_the_fusion_reads_its_ite
     # after the call: b c a d e (positions 1-5); R_0 ranks e1 d2 c3 b4 a5
     # b 1/2 + 1/5 = .7, c 1/3 + 1/4 = .5833, a 1/4 + 1/6 = .4167, d 1/5 + 1/3 = .5333, e 1/6 + 1/2 = .6667
     assert pipe(RUN[RUN.qid == 'q1']).docno.tolist() == ['b', 'e', 'c', 'd', 'a']
+
+
+# ---- GAREN(head_rerank=N): the same call inside the search, before propagation and fusion
+
+def _garen_setup():
+    from _toy_graph import ToyGroupGraph
+    docs = [f'd{i:02d}' for i in range(30)]
+    groups = {d: i % 6 for i, d in enumerate(docs)}
+    adjacency = {d: [docs[(i + 7) % 30], docs[(i + 11) % 30]] for i, d in enumerate(docs)}
+    scores = {d: float((i * 17) % 30) for i, d in enumerate(docs)}  # distinct: no ties
+    first = pd.DataFrame({'qid': 'q1', 'query': 'text of q1', 'docno': docs[::-1][:20], 'rank': range(20)})
+    first['score'] = -first['rank'].astype(float)
+    return ToyGroupGraph(adjacency, groups), scores, first
+
+
+def _garen(scorer, graph, **kw):
+    from pyterrier_garen import GAREN
+    return GAREN(scorer, graph, DictScorer({str(g): g / 10 for g in range(6)}), window=6, keep=3, budget=24,
+                 group_budget=2, **kw)
+
+
+def test_inside_garen_without_propagation_the_call_is_the_stage():
+    from pyterrier_garen.analysis import ListwiseView
+    graph, scores, first = _garen_setup()
+    listwise = ListwiseView(DictScorer(scores))
+    inside = _garen(listwise, graph, propagate=False, head_rerank=8)(first)
+    stage = (_garen(listwise, graph, propagate=False) >> HeadReranker(listwise, 8))(first)
+    plain = _garen(listwise, graph, propagate=False)(first)
+    assert inside.docno.tolist() == stage.docno.tolist()
+    assert inside.docno.tolist() != plain.docno.tolist()  # the merge's ranks 4-8 were re-ordered
+    assert set(inside.docno) == set(plain.docno) and len(inside) == 24  # the same documents: no budget spent
+    # the documents below the call keep their place
+    assert inside.docno.tolist()[8:] == plain.docno.tolist()[8:]
+
+
+def test_inside_garen_a_pointwise_call_changes_nothing_even_with_propagation():
+    # the final order before propagation is already the reranker's (the kept top h are the best it saw, the rest by
+    # score), so the call returns it as it is, and propagation then runs on the same order
+    graph, scores, first = _garen_setup()
+    scorer = DictScorer(scores)
+    plain = _garen(scorer, graph)(first)
+    calls = scorer.num_calls
+    inside = _garen(scorer, graph, head_rerank=10)(first)
+    assert inside.docno.tolist() == plain.docno.tolist()
+    assert scorer.num_calls == 2 * calls + 1  # one request more, for the query's head
+    # what it was asked: the order before propagation (GAREN's without it), whose top 10 propagation then changes
+    unpropagated = _garen(DictScorer(scores), graph, propagate=False)(first).docno.tolist()
+    assert scorer.calls[-1].docno.tolist() == unpropagated[:10]
+    assert plain.docno.tolist()[:10] != unpropagated[:10]
+    with pytest.raises(ValueError, match='head_rerank must be 0 \\(off\\) or at least 2'):
+        _garen(scorer, graph, head_rerank=1)
