@@ -96,10 +96,10 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             plain re-ranking, which writes none, by the first stage's order; 0 = none; None = 0, or GAREN+'s weight
             when ``fusion`` is set and ``tail_fusion`` is None); when set the stage is appended to every system
             likewise. ``observed_fusion=0`` with ``fusion`` alone is the flat fusion over the whole list.
-        head_rerank: documents re-ranked once more by ``reranker`` at the end of every system that uses it
-            (:class:`~pyterrier_garen.HeadReranker`; 0 = none), before the shared fusion. A system with a fusion of
-            its own (GAREN+ without ``fusion``) then applies that fusion as a stage after this call, so every
-            system's head re-rank sees its search's own order.
+        head_rerank: documents re-ranked once more by ``reranker`` at the end of every system that uses it (0 =
+            none), before the shared fusion: the GAREN systems make the call inside the search, before their
+            propagation and own fusion (``GAREN(head_rerank=...)``), the others get
+            :class:`~pyterrier_garen.HeadReranker` appended (``System.head_inside`` says which).
 
     Raises:
         ValueError: for an unknown system name, a non-positive budget or a ``head_rerank`` of 1 or below 0.
@@ -128,10 +128,8 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     for name in systems:
         spec = _registry.system(name)
         pipe = spec.factory(components)
-        if head_rerank and spec.sweep:  # the same call for every system that uses the reranker
+        if head_rerank and spec.sweep and not spec.head_inside:  # the call GAREN's searches make inside
             pipe = pipe >> HeadReranker(reranker, head_rerank)
-            if spec.fusion and not components.shared_fusion:  # its own fusion, now after the call
-                pipe = pipe >> FirstStageFusion(bm25, **spec.fusion)
         if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
             pipe = pipe >> FirstStageFusion(bm25, fusion, **fusion_stage(tail_fusion, fusion_head, observed_fusion))
         pipelines[name] = pipe
@@ -203,9 +201,10 @@ def add_fusion_arguments(parser) -> None:
     parser.add_argument('--fusion-head', type=int, default=10, metavar='H',
                         help='documents above the tail fusion (default 10, what nDCG@10 sees)')
     parser.add_argument('--head-rerank', type=_head_rerank_argument, default=0, metavar='N',
-                        help="re-rank every system's top N once more with its reranker, in one call per query "
-                             '(HeadReranker; before any fusion, GAREN+\'s own included); N more documents sent per '
-                             'query, none of them new; 0 = none (the default)')
+                        help="re-rank every system's top N once more with its reranker, one call for all queries, "
+                             "before the shared fusion (HeadReranker; GAREN's searches make it inside, before their "
+                             'propagation and own fusion); N more documents sent per query, none of them new; '
+                             '0 = none (the default)')
     parser.add_argument('--observed-fusion', type=float, metavar='U',
                         help="depth-aware fusion: below the top --fusion-head documents, add each search's "
                              'observation order (when it first saw a document) at weight U (the same stage for '

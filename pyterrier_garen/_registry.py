@@ -62,8 +62,9 @@ class Components:
             for the whole list); when set the stage is appended (and GAREN+ drops its own) even with ``fusion`` 0.
         observed_fusion: that fusion's weight of the search's observation order below its head
             (``FirstStageFusion(observed_weight=...)``; 0 = none); when set the stage is appended likewise.
-        head_rerank: documents ``build_systems`` re-ranks once more at the end of every system that uses the
-            reranker (:class:`~pyterrier_garen.HeadReranker`, before any fusion; 0 = none).
+        head_rerank: documents re-ranked once more at the end of every system that uses the reranker (0 = none):
+            a system declared ``head_inside`` passes it to its search, and ``build_systems`` appends
+            :class:`~pyterrier_garen.HeadReranker` to the others, before the shared fusion.
     """
     first_stage: Any
     reranker: Any
@@ -82,12 +83,6 @@ class Components:
     def shared_fusion(self) -> bool:
         """Whether ``build_systems`` appends one first-stage fusion to every system."""
         return bool(self.fusion) or self.tail_fusion is not None or bool(self.observed_fusion)
-
-    @property
-    def fusion_outside(self) -> bool:
-        """Whether a system with a first-stage fusion of its own (:attr:`System.fusion`) must leave it out of its
-        search: a shared stage replaces it, or ``build_systems`` applies it as a stage after the head re-rank."""
-        return self.shared_fusion or bool(self.head_rerank)
 
     @property
     def search_options(self) -> Dict[str, Any]:
@@ -113,10 +108,9 @@ class System:
             head re-rank applies to it (False: a reference row such as BM25 that no reranker changes).
         extras: the ``setup.cfg`` extras it needs beyond the base install.
         text: one line for documentation.
-        fusion: the first-stage fusion the system applies inside its search, as
-            :class:`~pyterrier_garen.FirstStageFusion` keywords (``weight``, ``tail_weight``, ``observed_weight``;
-            None: none). Its factory must leave it out when :attr:`Components.fusion_outside`; ``build_systems``
-            then applies it as that stage after the head re-rank (or a shared stage replaces it).
+        head_inside: its factory passes :attr:`Components.head_rerank` to its search, which makes that call itself
+            before its last ranking steps (GAREN: before propagation and its own fusion); ``build_systems`` appends
+            :class:`~pyterrier_garen.HeadReranker` to the other systems that use the reranker instead.
     """
     name: str
     factory: Callable[[Components], Any]
@@ -124,7 +118,7 @@ class System:
     sweep: bool = True
     extras: Tuple[str, ...] = ()
     text: str = ''
-    fusion: Optional[Dict[str, float]] = None
+    head_inside: bool = False
 
 
 @dataclass(frozen=True)
@@ -265,8 +259,9 @@ def _public(name: str) -> Any:
 
 def _garen(c: Components, **options: Any) -> Any:
     navigator_ = options.pop('navigator', c.navigator)
+    head = {'head_rerank': c.head_rerank} if c.head_rerank else {}  # the call inside, before propagation
     return c.first_stage >> _public('GAREN')(c.reranker, c.groups, navigator_, budget=c.budget, verbose=c.verbose,
-                                             **{**c.search_options, **options})
+                                             **{**c.search_options, **head, **options})
 
 
 #: The frozen configuration of GAREN's options beyond the paper behind the ``GAREN+`` system (chosen on the shipped
@@ -299,26 +294,24 @@ register_system(System('SlideGAR', lambda c: c.first_stage >> _public('SlideGAR'
 register_system(System('RGS', lambda c: c.first_stage >> _public('RGS')(
     c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options),
     text='reranker-guided best-first search'))
-register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper'))
+register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper', head_inside=True))
 register_system(System('GAREN-explore', lambda c: _garen(c, strategy='explore'), groups=True,
-                       text='GAREN, exploration only'))
+                       text='GAREN, exploration only', head_inside=True))
 register_system(System('GAREN-exploit', lambda c: _garen(c, strategy='exploit'), groups=True,
-                       text='GAREN, exploitation only'))
+                       text='GAREN, exploitation only', head_inside=True))
 register_system(System('GAREN-noprop', lambda c: _garen(c, propagate=False), groups=True,
-                       text='GAREN without score propagation'))
+                       text='GAREN without score propagation', head_inside=True))
 register_system(System('GAREN-vote', lambda c: _garen(c, navigator=_public('VoteNavigator')()), groups=True,
-                       text='GAREN with the connectivity-vote navigator'))
+                       text='GAREN with the connectivity-vote navigator', head_inside=True))
 register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN')(
     c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), sweep=False,
     text='document-level navigation (no groups: only the k-NN edges)'))
 #: What GAREN+ runs without when ``build_systems`` appends the shared fusion stage to every system.
 NO_OWN_FUSION = {'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}
 
-register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.fusion_outside else {})}),
-                       groups=True,
-                       text="GAREN with the frozen options beyond the paper (GAREN_PLUS)",
-                       fusion={'weight': GAREN_PLUS['fusion'], 'tail_weight': GAREN_PLUS['tail_fusion'],
-                               'observed_weight': GAREN_PLUS['observed_fusion']}))
+register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}),
+                       groups=True, head_inside=True,
+                       text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
 
 # ---------------------------------------------------------------------------------------------------------------------
 # the built-in navigators

@@ -229,9 +229,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         observed_fusion: that fusion's weight of each search's observation order below the head (0 = none; None:
             0, or GAREN+'s with ``fusion`` alone).
         head_rerank: documents re-ranked once more by the reranker at the end of every system and variant that
-            uses it, before any fusion (:class:`~pyterrier_garen.HeadReranker`, as in
-            :func:`~pyterrier_garen.build_systems`; 0 = none). A variant that sets its own ``fusion`` keeps it inside
-            its search, so before this call.
+            uses it, before the shared fusion (as in :func:`~pyterrier_garen.build_systems`: GAREN and its variants
+            make the call inside the search, before propagation; 0 = none; a variant may set its own).
         listwise: every reranker seen as a listwise one (:class:`~pyterrier_garen.analysis.ListwiseView`): the same
             verdicts, but each call's scores only order that call's documents, as an LLM's ranking does (the
             searches' ``final_order='auto'`` then merges window positions, ``'dropped'``).
@@ -243,7 +242,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
         query's values, for paired tests (:func:`sweep_tests`).
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
-    from . import GAREN, FirstStageFusion, HeadReranker, VectorScorer, minilm_encoder
+    from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
     from ._compare import (bm25_first_stage, build_systems, check_head_rerank, evaluation_qrels, fusion_stage,
                            resolve_fusion)
     from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
@@ -255,6 +254,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                           num_queries=num_queries, variants=variants)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
     check_head_rerank(head_rerank)
+    head = {'head_rerank': head_rerank} if head_rerank else {}  # the variants make the call inside, as GAREN does
     if not list(sigmas) and not minilm:
         raise ValueError('no reranker to sweep: give at least one sigma, or minilm=True (MiniLM only)')
     systems = list(SWEEP_SYSTEMS if systems is None else systems)
@@ -298,9 +298,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                                           observed_fusion=observed_fusion, head_rerank=head_rerank, **options)
                 for name, kwargs in (variants or {}).items():
                     pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
-                                                      **{**options, **kwargs})
-                    if head_rerank:
-                        pipelines[name] = pipelines[name] >> HeadReranker(reranker, head_rerank)
+                                                      **{**options, **head, **kwargs})
                     if fusion or tail_fusion is not None or observed_fusion:
                         stage = fusion_stage(tail_fusion, fusion_head, observed_fusion)
                         pipelines[name] = pipelines[name] >> FirstStageFusion(first, fusion, **stage)

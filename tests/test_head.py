@@ -136,7 +136,8 @@ def test_inside_garen_without_propagation_the_call_is_the_stage():
     plain = _garen(listwise, graph, propagate=False)(first)
     assert inside.docno.tolist() == stage.docno.tolist()
     assert inside.docno.tolist() != plain.docno.tolist()  # the merge's ranks 4-8 were re-ordered
-    assert set(inside.docno) == set(plain.docno) and len(inside) == 24  # the same documents: no budget spent
+    assert set(inside.docno) == set(plain.docno)  # the same documents: no budget spent
+    assert len(inside) == 24
     # the documents below the call keep their place
     assert inside.docno.tolist()[8:] == plain.docno.tolist()[8:]
 

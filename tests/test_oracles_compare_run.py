@@ -72,14 +72,16 @@ def _run(collection, **kwargs):
     return garen.compare(dataset, workdir=root / 'work', **options)
 
 
-def _pipelines(prepared, budget=30, stage=None, own_fusion=True, **search):
+def _pipelines(prepared, budget=30, stage=None, head_rerank=0, **search):
     bm25 = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
     reranker = simulated(prepared)
-    plus = PLUS_SHARED if stage is not None or not own_fusion else PLUS
+    plus = PLUS_SHARED if stage is not None else PLUS
+    head = {'head_rerank': head_rerank} if head_rerank else {}
     pipes = {'BM25': bm25 % budget,
              'Rerank': bm25 >> SlidingWindowReranker(reranker, budget=budget, **search),
-             'GAREN': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **search),
-             'GAREN+': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **plus, **search)}
+             'GAREN': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **head, **search),
+             'GAREN+': bm25 >> GAREN(reranker, prepared.groups, VoteNavigator(), budget=budget, **plus, **head,
+                                     **search)}
     if stage is not None:
         pipes = {name: pipe >> FirstStageFusion(bm25, **stage) for name, pipe in pipes.items()}
     return pipes
@@ -201,23 +203,23 @@ def test_the_head_rerank_reaches_every_row_that_reranks_before_any_fusion(collec
     topics, qrels = dataset.get_topics(), garen.evaluation_qrels(dataset)
     bm25 = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)
     reranker = simulated(prepared)
-    plain = _pipelines(prepared, own_fusion=False)  # the searches, GAREN+'s without its own fusion
-    # no shared fusion: every row that reranks gets the call; GAREN+'s own fusion comes after it, as that stage
+    plain = _pipelines(prepared)
+    # the sliding window gets the stage; GAREN's searches make the call inside (before propagation and GAREN+'s
+    # own fusion); BM25 uses no reranker and gets nothing
+    inside = _pipelines(prepared, head_rerank=5)
     table = _run(collection, head_rerank=5)
-    plus = {'weight': 0.1, 'tail_weight': 0.5, 'observed_weight': 3.0}
-    expected = {'BM25': plain['BM25'],
-                'Rerank': plain['Rerank'] >> HeadReranker(reranker, 5),
-                'GAREN': plain['GAREN'] >> HeadReranker(reranker, 5),
-                'GAREN+': plain['GAREN+'] >> HeadReranker(reranker, 5) >> FirstStageFusion(bm25, **plus)}
+    expected = {'BM25': plain['BM25'], 'Rerank': plain['Rerank'] >> HeadReranker(reranker, 5),
+                'GAREN': inside['GAREN'], 'GAREN+': inside['GAREN+']}
     _assert_rows(table, _expected(expected, topics, qrels))
     assert table.attrs['run']['head_rerank'] == 5
     assert 'top 5 re-ranked once more for every system that uses the reranker' in garen.format_comparison(table)
     # with a shared fusion the call comes first, then that stage, for every row alike
     shared = _run(collection, head_rerank=5, fusion=0.2, observed_fusion=0.0)
     stage = FirstStageFusion(bm25, 0.2)
+    inside = _pipelines(prepared, stage={'weight': 0.2}, head_rerank=5)
     _assert_rows(shared, _expected({'BM25': plain['BM25'] >> stage,
-                                    **{n: plain[n] >> HeadReranker(reranker, 5) >> stage
-                                       for n in ('Rerank', 'GAREN', 'GAREN+')}}, topics, qrels))
+                                    'Rerank': plain['Rerank'] >> HeadReranker(reranker, 5) >> stage,
+                                    'GAREN': inside['GAREN'], 'GAREN+': inside['GAREN+']}, topics, qrels))
     assert 'head_rerank' not in _run(collection, systems=['Rerank']).attrs['run']
 
 
@@ -226,14 +228,19 @@ def test_the_head_rerank_moves_a_listwise_search_and_keeps_its_documents(collect
     from pyterrier_garen.analysis import ListwiseView
     reranker = ListwiseView(simulated(prepared))
     topics = dataset.get_topics()
-    plain = garen.build_systems(prepared, reranker, VoteNavigator(), budget=30, systems=['GAREN'])['GAREN'](topics)
-    head = garen.build_systems(prepared, reranker, VoteNavigator(), budget=30, systems=['GAREN'],
-                               head_rerank=20)['GAREN'](topics)
+    def run(system, head):
+        return garen.build_systems(prepared, reranker, VoteNavigator(), budget=30, systems=[system],
+                                   head_rerank=head)[system](topics)
+    plain, head = run('GAREN', 0), run('GAREN', 20)
     for qid, rows in plain.groupby('qid'):
-        again = head[head.qid == qid]
-        assert set(again.docno) == set(rows.docno)  # no document added or removed
-        assert again.docno.tolist()[20:] == rows.docno.tolist()[20:]  # below the head: as it was
+        assert set(head[head.qid == qid].docno) == set(rows.docno)  # no document added or removed
     assert head.docno.tolist() != plain.docno.tolist()  # the merged window positions were re-ranked
+    # without propagation the call inside GAREN is the stage after it, and below the head nothing moves
+    plain, head = run('GAREN-noprop', 0), run('GAREN-noprop', 20)
+    stage = HeadReranker(reranker, 20)(plain)
+    assert head.docno.tolist() == stage.docno.tolist()
+    for qid, rows in plain.groupby('qid'):
+        assert head[head.qid == qid].docno.tolist()[20:] == rows.docno.tolist()[20:]
 
 
 @pytest.mark.parametrize('depth', [1, -1, 2.5])

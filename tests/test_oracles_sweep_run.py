@@ -217,12 +217,13 @@ def test_the_head_rerank_reaches_every_system_and_variant_before_the_shared_fusi
                                        head_rerank=20, fusion=0.1, observed_fusion=0.0,
                                        variants={'GAREN-t1': {'tau_switch': 1}}, **kwargs)
     stage = FirstStageFusion(first, 0.1)
-    searches = {'Rerank': SlidingWindowReranker(listwise, budget=60),
-                'GAREN': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60),
-                'GAREN-t1': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60, tau_switch=1)}
+    # the sliding window gets the stage; GAREN and its variants make the call inside, before propagation
+    searches = {'Rerank': SlidingWindowReranker(listwise, budget=60) >> HeadReranker(listwise, 20),
+                'GAREN': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60, head_rerank=20),
+                'GAREN-t1': GAREN(listwise, prepared.groups, VoteNavigator(), budget=60, tau_switch=1,
+                                  head_rerank=20)}
     for name, search in searches.items():
-        expected = _by_hand(prepared, search >> HeadReranker(listwise, 20) >> stage, qids)
-        _assert_cell(_cell(table, name), expected)
+        _assert_cell(_cell(table, name), _by_hand(prepared, search >> stage, qids))
     without, _ = analysis.strength_sweep(prepared, systems=['GAREN'], budget=60, listwise=True, fusion=0.1,
                                          observed_fusion=0.0, **kwargs)
     assert _cell(without, 'GAREN')['nDCG@10'] != pytest.approx(_cell(table, 'GAREN')['nDCG@10'])

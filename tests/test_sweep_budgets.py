@@ -335,7 +335,7 @@ def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
                                                 'adaptive_interleave, switch_members, fusion, tail_fusion, '
                                                 'observed_fusion, member_order, final_order, feedback, '
                                                 'link_feedback, dropped_vote, vote_weight, frontier, '
-                                                'first_stage_floor, trace, verbose'),
+                                                'first_stage_floor, head_rerank, trace, verbose'),
     ({'variants': {'X': {'p': 1.5}}}, "variant 'X': p must be a number strictly between 0 and 1, got 1.5"),
     ({'variants': {'ok': {'p': 0.5}, 'X': {'window': 5, 'keep': 9}}},
      "variant 'X': keep (h=9) must be smaller than window (w=5), otherwise no new document can enter the window; "
