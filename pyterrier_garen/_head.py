@@ -4,7 +4,8 @@ A window search that merges window positions (``final_order='dropped'``, a listw
 of its last windows below the kept top ``h`` without ever comparing them with each other. One more call over the top
 ``depth`` documents puts them in the reranker's own order, at the cost of ``depth`` documents sent per query and no
 new document. As a stage of its own it is offered to every system of a comparison alike (``compare --head-rerank N``,
-``strength_sweep.py --head-rerank N``), before the shared first-stage fusion.
+``strength_sweep.py --head-rerank N``), before the shared first-stage fusion; GAREN makes the same call inside its
+search (``GAREN(head_rerank=N)``), before its propagation.
 """
 from __future__ import annotations
 
@@ -57,6 +58,8 @@ class HeadReranker(Rebuildable, pt.Transformer):
     returns no finite score for (a row dropped, NaN) goes to the bottom of the head, with a warning, as inside the
     searches. No document is added or removed, so a search's budget stays what it was; the reranker sees ``depth``
     more documents per query, all of them documents the search already re-ranked.
+    After GAREN it replaces the order its propagation gave the top documents; ``GAREN(head_rerank=depth)`` makes the
+    same call inside the search, before the propagation, which is how ``compare --head-rerank`` gives it to GAREN.
 
     Required input columns: ``['qid', 'query', 'docno']`` plus ``rank`` or ``score``. Output: the input rows (every
     column kept, ``iteration`` included; of a docno repeated within a query only its best-placed row, with a warning)
