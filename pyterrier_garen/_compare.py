@@ -128,7 +128,7 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     for name in systems:
         spec = _registry.system(name)
         pipe = spec.factory(components)
-        if head_rerank and spec.sweep and not spec.head_inside:  # the call GAREN's searches make inside
+        if head_rerank and spec.reranks and not spec.head_inside:  # the call GAREN's searches make inside
             pipe = pipe >> HeadReranker(reranker, head_rerank)
         if components.shared_fusion:  # the same stage for every system (GAREN+ then runs without its own fusion)
             pipe = pipe >> FirstStageFusion(bm25, fusion, **fusion_stage(tail_fusion, fusion_head, observed_fusion))

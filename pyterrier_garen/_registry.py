@@ -104,10 +104,11 @@ class System:
         factory: builds the whole pipeline (first stage included) from :class:`Components`.
         groups: whether its output depends on the partition into groups (the sweep then runs it once per Leiden
             seed; otherwise once, its row repeated for each seed).
-        sweep: whether it uses the reranker, so that ``strength_sweep`` runs it by default and ``build_systems``'s
-            head re-rank applies to it (False: a reference row such as BM25 that no reranker changes).
+        sweep: whether ``strength_sweep`` runs it by default (systems that a reranker changes).
         extras: the ``setup.cfg`` extras it needs beyond the base install.
         text: one line for documentation.
+        reranks: whether it uses the reranker (False: a reference row such as BM25), so that ``build_systems``'s
+            head call applies to it.
         head_inside: its factory passes :attr:`Components.head_rerank` to its search, which makes that call itself
             before its last ranking steps (GAREN: before propagation and its own fusion); ``build_systems`` appends
             :class:`~pyterrier_garen.HeadReranker` to the other systems that use the reranker instead.
@@ -118,6 +119,7 @@ class System:
     sweep: bool = True
     extras: Tuple[str, ...] = ()
     text: str = ''
+    reranks: bool = True
     head_inside: bool = False
 
 
@@ -281,7 +283,7 @@ def _garen(c: Components, **options: Any) -> Any:
 GAREN_PLUS = {'evidence_weight': 0.5, 'dropped_vote': 0.0, 'adaptive_interleave': 0.5, 'vote_weight': 0.02,
               'frontier': 0.25, 'fusion': 0.1, 'tail_fusion': 0.5, 'observed_fusion': 3.0}
 
-register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False,
+register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False, reranks=False,
                        text='the first stage, cut to the budget'))
 register_system(System('Rerank', lambda c: c.first_stage >> _public('SlidingWindowReranker')(
     c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options),

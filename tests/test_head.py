@@ -158,3 +158,15 @@ def test_inside_garen_a_pointwise_call_changes_nothing_even_with_propagation():
     assert plain.docno.tolist()[:10] != unpropagated[:10]
     with pytest.raises(ValueError, match='head_rerank must be 0 \\(off\\) or at least 2'):
         _garen(scorer, graph, head_rerank=1)
+
+
+def test_inside_garen_a_query_of_one_document_asks_nothing_more_and_two_documents_ask_once():
+    from _toy_graph import ToyGroupGraph
+    graph = ToyGroupGraph({'x': [], 'y': []}, {'x': 0, 'y': 1})  # nothing to expand to: the search ends with R_0
+    for docs, extra in ((['x'], 0), (['x', 'y'], 1)):
+        first = pd.DataFrame({'qid': 'q1', 'query': 'text of q1', 'docno': docs, 'rank': range(len(docs))})
+        first['score'] = -first['rank'].astype(float)
+        plain, inside = DictScorer({'x': 1, 'y': 2}), DictScorer({'x': 1, 'y': 2})
+        assert len(_garen(plain, graph)(first)) == len(docs)
+        _garen(inside, graph, head_rerank=5)(first)
+        assert inside.num_calls == plain.num_calls + extra, docs

@@ -215,6 +215,56 @@ def test_an_observation_weight_alone_is_a_shared_stage(parts):
     assert (plus.fusion, plus.tail_fusion, plus.observed_fusion) == (0.0, None, 0.0)
 
 
+def test_build_systems_gives_every_reranking_row_the_head_call(parts):
+    pipes = build_systems(_prepared(parts), parts.reranker, parts.navigator, budget=37, first_stage=parts.first_stage,
+                          head_rerank=7, fusion=0.2)
+    assert list(pipes) == ALL
+    for name, pipe in pipes.items():
+        stages = list(pipe)
+        assert type(stages[-1]) is pyterrier_garen.FirstStageFusion, name  # the shared stage stays last
+        if name == 'BM25':  # no reranker, no call
+            assert not any(type(stage) is pyterrier_garen.HeadReranker for stage in stages), name
+        elif name in GROUP_SYSTEMS:  # inside the search, before its propagation
+            assert len(stages) == 3, name
+            assert stages[1].head_rerank == 7, name
+        else:  # the stage, after the search and before the fusion
+            assert len(stages) == 4, name
+            head = stages[2]
+            assert type(head) is pyterrier_garen.HeadReranker, name
+            assert (head.reranker, head.depth) == (parts.reranker, 7), name
+    plus = list(pipes['GAREN+'])[1]  # under the shared stage GAREN+ drops its own fusion, as without the call
+    assert (plus.fusion, plus.tail_fusion, plus.observed_fusion) == (0.0, None, 0.0)
+    # without a shared fusion GAREN+ keeps its own, after the call inside it
+    alone = build_systems(_prepared(parts), parts.reranker, parts.navigator, first_stage=parts.first_stage,
+                          head_rerank=2, systems=['GAREN+', 'SlideGAR'])
+    plus = _search(alone['GAREN+'])
+    assert (plus.head_rerank, plus.fusion, plus.tail_fusion, plus.observed_fusion) == (2, 0.1, 0.5, 3.0)
+    assert type(list(alone['SlideGAR'])[-1]) is pyterrier_garen.HeadReranker
+    none = build_systems(_prepared(parts), parts.reranker, parts.navigator, first_stage=parts.first_stage)
+    assert all(getattr(_search(none[n]), 'head_rerank', 0) == 0 for n in GROUP_SYSTEMS)
+    assert not any(type(s) is pyterrier_garen.HeadReranker for pipe in none.values() for s in list(pipe))
+
+
+@pytest.mark.parametrize('depth', [1, -1, 2.5, True])
+def test_a_head_call_of_one_document_or_a_non_integer_is_refused(parts, depth):
+    with pytest.raises(ValueError, match=r'^head_rerank must be '):
+        build_systems(_prepared(parts), parts.reranker, parts.navigator, first_stage=parts.first_stage,
+                      head_rerank=depth)
+
+
+def test_the_head_call_messages():
+    from pyterrier_garen._compare import check_head_rerank
+    check_head_rerank(0)
+    check_head_rerank(2)
+    with pytest.raises(ValueError) as info:
+        check_head_rerank(-1)
+    assert str(info.value) == ('head_rerank must be an integer >= 0, got -1 (documents re-ranked once more per '
+                               'query, 0 = none)')
+    with pytest.raises(ValueError) as info:
+        check_head_rerank(1)
+    assert str(info.value) == 'head_rerank must be 0 (none) or at least 2: one document has no order to change'
+
+
 def test_build_systems_refuses_unknown_names_and_bad_budgets(parts):
     prepared = _prepared(parts)
     with pytest.raises(ValueError, match=r"unknown systems \['Nope'\]"):
