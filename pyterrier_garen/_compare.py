@@ -187,7 +187,8 @@ def _head_rerank_argument(text: str) -> int:
 def add_fusion_arguments(parser) -> None:
     """The shared-stage options of the commands that compare systems (``compare``, ``examples/strength_sweep.py``):
     the fusion options append ONE :class:`~pyterrier_garen.FirstStageFusion` to every system, ``--head-rerank`` ONE
-    :class:`~pyterrier_garen.HeadReranker` before it, so every system gets the same help."""
+    more reranker call before it (:class:`~pyterrier_garen.HeadReranker`, or inside GAREN's searches before their
+    propagation), so every system gets the same help."""
     parser.add_argument('--fusion', type=float, default=0.0, metavar='W',
                         help="fuse every system's final ranking with the first stage, weight W (FirstStageFusion; "
                              "GAREN+ then runs without its own fusion); 0 = none. Alone it is GAREN+'s stage: "
