@@ -10,7 +10,7 @@ import pandas as pd
 import pyterrier as pt
 
 __all__ = ['RESULT_COLUMNS', 'first_stage', 'ranking_frame', 'neighbour_lookup', 'clean_queries',
-           'check_one_query_per_qid']
+           'check_one_query_per_qid', 'ranked_groups', 'renumber']
 
 RESULT_COLUMNS = ['qid', 'query', 'docno', 'score', 'rank']
 
@@ -145,3 +145,31 @@ def neighbour_lookup(graph: Any) -> Callable[[str], List[str]]:
             cache[docno] = list(dict.fromkeys(str(n) for n in found if str(n) != docno))
         return cache[docno]
     return neighbours
+
+
+def ranked_groups(inp: pd.DataFrame, context: object) -> Tuple[List[Tuple[object, pd.DataFrame]], int]:
+    """Every query's rows of a result frame in its order (``rank`` ascending, else ``score`` descending, else row
+    order; ties in row order), one row per docno (its best-placed one): ``([(qid, rows)], duplicates dropped)``.
+
+    Raises ``ValueError`` naming ``context`` when the frame has neither a ``rank`` nor a ``score`` column.
+    """
+    if not {'rank', 'score'} & set(inp.columns):
+        raise ValueError(f'{context!r}: the input needs a rank or score column to order its documents; got '
+                         f'{list(inp.columns)}')
+    order = 'rank' if 'rank' in inp.columns else 'score'
+    groups, dropped = [], 0
+    for qid, group in inp.groupby('qid', sort=False):
+        group = group.sort_values(order, ascending=order == 'rank', kind='stable').reset_index(drop=True)
+        repeated = group['docno'].astype(str).duplicated().to_numpy()
+        if repeated.any():
+            dropped += int(repeated.sum())
+            group = group[~repeated].reset_index(drop=True)
+        groups.append((qid, group))
+    return groups, dropped
+
+
+def renumber(group: pd.DataFrame) -> pd.DataFrame:
+    """One query's rows in their final order: ``rank`` 0-based, ``score`` the number of rows minus the rank (strictly
+    decreasing, so evaluation tools cannot re-sort ties by docno)."""
+    n = len(group)
+    return group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n))

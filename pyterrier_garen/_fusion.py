@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._frames import ranked_groups, renumber
 from ._params import Rebuildable, check_int, check_nonnegative, check_positive
 
 __all__ = ['FirstStageFusion', 'fuse_first_stage', 'FUSION_K', 'FUSION_HEAD']
@@ -139,7 +140,6 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """Re-order every query's documents by the fused score."""
-        from ._head import ranked_groups, renumber
         pt.validate.columns(inp, includes=['qid', 'docno'], context=self)
         groups, dropped = ranked_groups(inp, self)
         if not groups:

@@ -10,43 +10,14 @@ search (``GAREN(head_rerank=N)``), before its propagation.
 from __future__ import annotations
 
 import warnings
-from typing import List, Tuple
 
-import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._frames import ranked_groups, renumber
 from ._params import Rebuildable, check_int
 
-__all__ = ['HeadReranker', 'ranked_groups']
-
-
-def ranked_groups(inp: pd.DataFrame, context: object) -> Tuple[List[Tuple[object, pd.DataFrame]], int]:
-    """Every query's rows of a result frame in its order (``rank`` ascending, else ``score`` descending, else row
-    order; ties in row order), one row per docno (its best-placed one): ``([(qid, rows)], duplicates dropped)``.
-
-    Raises ``ValueError`` naming ``context`` when the frame has neither a ``rank`` nor a ``score`` column.
-    """
-    if not {'rank', 'score'} & set(inp.columns):
-        raise ValueError(f'{context!r}: the input needs a rank or score column to order its documents; got '
-                         f'{list(inp.columns)}')
-    order = 'rank' if 'rank' in inp.columns else 'score'
-    groups, dropped = [], 0
-    for qid, group in inp.groupby('qid', sort=False):
-        group = group.sort_values(order, ascending=order == 'rank', kind='stable').reset_index(drop=True)
-        repeated = group['docno'].astype(str).duplicated().to_numpy()
-        if repeated.any():
-            dropped += int(repeated.sum())
-            group = group[~repeated].reset_index(drop=True)
-        groups.append((qid, group))
-    return groups, dropped
-
-
-def renumber(group: pd.DataFrame) -> pd.DataFrame:
-    """One query's rows in their final order: ``rank`` 0-based, ``score`` the number of rows minus the rank (strictly
-    decreasing, so evaluation tools cannot re-sort ties by docno)."""
-    n = len(group)
-    return group.assign(score=np.arange(n, 0, -1, dtype=float), rank=np.arange(n))
+__all__ = ['HeadReranker']
 
 
 class HeadReranker(Rebuildable, pt.Transformer):
