@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 from _recording import CONTEXT, Recording
 
-from pyterrier_garen import GAREN, GroupCorpusGraph, ListwiseReranker, LLMSummarizer, SlideGAR, YesNoScorer
+from pyterrier_garen import (GAREN, GroupCorpusGraph, HeadReranker, ListwiseReranker, LLMSummarizer, SlideGAR,
+                             YesNoScorer)
 from pyterrier_garen._engines import render_chat
 
 pytestmark = pytest.mark.engines
@@ -63,6 +64,20 @@ def test_scripted_listwise_answer_reorders_and_parses(vllm_scripted, cran_first_
         docnos = before.sort_values('rank')['docno'].tolist()
         after = out[out.qid == qid].sort_values('rank')['docno'].tolist()
         assert after == [docnos[1], docnos[0], docnos[2]]  # the script: [2] > [1] > [3]
+
+
+def test_the_head_call_on_the_engine_reorders_each_head_in_one_engine_call(vllm_scripted, cran_first_stage, cranfield):
+    recording = Recording(vllm_scripted)
+    reranker = ListwiseReranker(recording, window=3, stride=1)
+    out = HeadReranker(cranfield.text_loader('text') >> reranker, depth=3)(cran_first_stage)
+    assert len(recording.log) == 1  # every query's head in one engine call
+    assert reranker.malformed == 0
+    for qid, before in cran_first_stage.groupby('qid', sort=False):
+        docnos = before.sort_values('rank')['docno'].tolist()
+        after = out[out.qid == qid].sort_values('rank')['docno'].tolist()
+        # the script ranks [2] > [1] > [3]; the rest keeps its order below the head
+        assert after == [docnos[1], docnos[0], docnos[2]] + docnos[3:]
+    check_accounting(reranker, recording, vllm_scripted.tokenizer)
 
 
 def test_garen_one_engine_call_per_iteration_and_batched_equals_per_query(
