@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier as pt
 
 from . import _registry
-from ._params import check_int, check_number
+from ._params import check_head_rerank, check_int, check_number
 from ._provenance import code_version, package_versions
 
 __all__ = ['SYSTEMS', 'NAVIGATORS', 'cpu_components', 'build_systems', 'compare', 'evaluation_qrels',
@@ -134,13 +134,6 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             pipe = pipe >> FirstStageFusion(bm25, fusion, **fusion_stage(tail_fusion, fusion_head, observed_fusion))
         pipelines[name] = pipe
     return pipelines
-
-
-def check_head_rerank(head_rerank: int) -> None:
-    """``ValueError`` unless ``head_rerank`` is 0 (none) or at least 2 documents."""
-    check_int('head_rerank', head_rerank, low=0, note='documents re-ranked once more per query, 0 = none')
-    if head_rerank == 1:
-        raise ValueError('head_rerank must be 0 (none) or at least 2: one document has no order to change')
 
 
 def resolve_fusion(fusion: float, tail_fusion: Optional[float] = None,

@@ -19,8 +19,8 @@ import pyterrier as pt
 from ._driver import EVENT, QueryState, Search, WindowSearch, check_final_order, resolve_final_order
 from ._fusion import fuse_first_stage
 from ._garen_state import GARENState, GroupView, by_value
-from ._params import (check_bool, check_choice, check_groups, check_int, check_nonnegative, check_number,
-                      check_probability)
+from ._params import (check_bool, check_choice, check_groups, check_head_rerank, check_int, check_nonnegative,
+                      check_number, check_probability)
 from ._verdicts import group_feedback, link_feedback, weighted_votes
 
 __all__ = ['GAREN', 'Strategy', 'num_iterations', 'vote_groups', 'select_groups', 'take', 'propagate',
@@ -571,9 +571,7 @@ class GAREN(WindowSearch):
                      note='0 = off, else the k-NN frontier\'s share of the first expansion\'s non-first-stage slots')
         check_number('first_stage_floor', first_stage_floor, low=0, high=1, high_open=True,
                      note="0 = off, else the least first-stage share of an expansion's slots")
-        check_int('head_rerank', head_rerank, low=0, note='0 = off, else the documents re-ranked once more')
-        if head_rerank == 1:
-            raise ValueError('head_rerank must be 0 (off) or at least 2: one document has no order to change')
+        check_head_rerank(head_rerank)
         if first_stage_floor and not adaptive_interleave:
             raise ValueError(f'first_stage_floor={first_stage_floor} needs adaptive_interleave (the share it bounds '
                              f'from below); pass adaptive_interleave=0.5, or interleave=N for a fixed share')

@@ -50,6 +50,14 @@ def check_int(name: str, value: Any, *, low: Optional[int] = None, high: Optiona
         _fail(name, value, _int_range(low, high) + (' or None' if none_ok else ''), note)
 
 
+def check_head_rerank(head_rerank: Any) -> None:
+    """``ValueError`` unless ``head_rerank`` (documents re-ranked once more per query) is 0 (none) or at least 2:
+    the one check of ``GAREN``, ``build_systems``, ``compare``, the sweep and their command lines."""
+    check_int('head_rerank', head_rerank, low=0, note='documents re-ranked once more per query, 0 = none')
+    if head_rerank == 1:
+        raise ValueError('head_rerank must be 0 (none) or at least 2: one document has no order to change')
+
+
 def check_number(name: str, value: Any, *, low: Optional[float] = None, high: Optional[float] = None,
                  low_open: bool = False, high_open: bool = False, none_ok: bool = False, note: str = '') -> None:
     """``ValueError`` unless ``value`` is a finite real number (not a bool) in the range given.

@@ -156,7 +156,7 @@ def test_inside_garen_a_pointwise_call_changes_nothing_even_with_propagation():
     unpropagated = _garen(DictScorer(scores), graph, propagate=False)(first).docno.tolist()
     assert scorer.calls[-1].docno.tolist() == unpropagated[:10]
     assert plain.docno.tolist()[:10] != unpropagated[:10]
-    with pytest.raises(ValueError, match='head_rerank must be 0 \\(off\\) or at least 2'):
+    with pytest.raises(ValueError, match='head_rerank must be 0 \\(none\\) or at least 2'):
         _garen(scorer, graph, head_rerank=1)
 
 
