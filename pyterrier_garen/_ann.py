@@ -104,7 +104,7 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     Raises:
         ImportError: when ``faiss`` is not installed (``pip install -e ".[ann]" (in a clone of pyterrier-garen)``).
     """
-    from ._atomic import ArtifactKindError, building, recover, write_array, write_json
+    from ._atomic import ArtifactKindError, building, exclusive, recover, write_array, write_json
     from ._graphs import check_docnos, load_corpus_graph
     from ._params import check_choice, check_positive
     check_positive(k=k, neighbours=neighbours, ef_construction=ef_construction, ef_search=ef_search,
@@ -114,59 +114,60 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     check_choice('hops', hops, (1, 2))
     how = f'search{ef_search}' if search else f'h{hops}'
     path = Path(index.index_path) / f'hnsw_n-{neighbours}_ef-{ef_construction}_{how}.k{k}.rescored.graph'
-    recover(path)
-    if not (path / 'pt_meta.json').is_file():
-        try:
-            import faiss  # noqa: F401
-        except ImportError as ex:
-            raise ImportError('the approximate k-NN graph needs faiss: pip install -e ".[ann]" '
-                              '(in a clone of pyterrier-garen)') from ex
-        vectors, _ = index.payload(return_docnos=False)
-        if search:
-            # every document as a query of a FAISS HNSW index of the unit vectors (built here: pyterrier_dr 0.8
-            # writes its HNSW index without storage, and faiss 1.15 refuses to read that file back)
-            import faiss
-            hnsw = faiss.IndexHNSWFlat(vectors.shape[1], max(2, neighbours // 2), faiss.METRIC_INNER_PRODUCT)
-            hnsw.hnsw.efConstruction = ef_construction
-            chunks = range(0, len(vectors), 65536)
-            for s in chunks:
-                hnsw.add(_unit(np.asarray(vectors[s:s + 65536], dtype=np.float32)))
-            hnsw.hnsw.efSearch = max(ef_search, k + 1)
-            candidates = np.concatenate([hnsw.search(_unit(np.asarray(vectors[s:s + 65536], dtype=np.float32)),
-                                                     k + 1)[1] for s in chunks])
-            candidates = np.where(candidates < 0, np.arange(len(vectors))[:, None], candidates)
-            del hnsw
-        else:
-            # pyterrier_dr 0.8 caches the HNSW index and its graph under the same key: keep them apart
-            key = ('faiss_hnsw', neighbours // 2, ef_construction)
-            other = index._cache.pop(key, None)
+    with exclusive(path):  # a second run building the same graph waits, then reuses it
+        recover(path)
+        if not (path / 'pt_meta.json').is_file():
             try:
-                candidates = np.asarray(index.faiss_hnsw_graph(neighbours, ef_construction=ef_construction).edges_data)
-            finally:
-                if other is not None:
-                    index._cache[key] = other
-            if hops == 2:
-                candidates = np.concatenate([candidates, candidates[candidates].reshape(len(candidates), -1)], axis=1)
-        # keep one step's gathered vectors near 256 MB
-        step = max(1, min(batch_size, 2**28 // (candidates.shape[1] * vectors.shape[1] * 4)))
-        edges, weights = rescore_candidates(vectors, candidates, k, batch_size=step)
-        meta = {'type': 'corpus_graph', 'format': 'np_topk', 'package_hint': 'pyterrier-adaptive',
-                'doc_count': int(edges.shape[0]), 'k': int(k),
-                'approximate': {'method': 'faiss_hnsw_search' if search else 'faiss_hnsw_links',
-                                'neighbours': neighbours, 'ef_construction': ef_construction,
-                                'ef_search': ef_search if search else None, 'hops': None if search else hops}}
-        # a temporary of its own, swapped in whole: a build running beside this one is waited for by the user (the
-        # error says so); one that finished meanwhile is used as it is
-        try:
-            with building(path, ('corpus_graph', 'np_topk')) as tmp:
-                write_array(edges, tmp / 'edges.u32.np')
-                write_array(weights, tmp / 'weights.f16.np')
-                _same_file(Path(index.index_path) / 'docnos.npids', tmp / 'docnos.npids')
-                write_json(tmp / 'pt_meta.json', meta)
-        except ArtifactKindError:
-            raise
-        except FileExistsError:  # the same kind of artifact is there now: built by another process meanwhile
-            pass
+                import faiss  # noqa: F401
+            except ImportError as ex:
+                raise ImportError('the approximate k-NN graph needs faiss: pip install -e ".[ann]" '
+                                  '(in a clone of pyterrier-garen)') from ex
+            vectors, _ = index.payload(return_docnos=False)
+            if search:
+                # every document as a query of a FAISS HNSW index of the unit vectors (built here: pyterrier_dr 0.8
+                # writes its HNSW index without storage, and faiss 1.15 refuses to read that file back)
+                import faiss
+                hnsw = faiss.IndexHNSWFlat(vectors.shape[1], max(2, neighbours // 2), faiss.METRIC_INNER_PRODUCT)
+                hnsw.hnsw.efConstruction = ef_construction
+                chunks = range(0, len(vectors), 65536)
+                for s in chunks:
+                    hnsw.add(_unit(np.asarray(vectors[s:s + 65536], dtype=np.float32)))
+                hnsw.hnsw.efSearch = max(ef_search, k + 1)
+                candidates = np.concatenate([hnsw.search(_unit(np.asarray(vectors[s:s + 65536], dtype=np.float32)),
+                                                         k + 1)[1] for s in chunks])
+                candidates = np.where(candidates < 0, np.arange(len(vectors))[:, None], candidates)
+                del hnsw
+            else:
+                # pyterrier_dr 0.8 caches the HNSW index and its graph under the same key: keep them apart
+                key = ('faiss_hnsw', neighbours // 2, ef_construction)
+                other = index._cache.pop(key, None)
+                try:
+                    candidates = np.asarray(index.faiss_hnsw_graph(neighbours,
+                                                                   ef_construction=ef_construction).edges_data)
+                finally:
+                    if other is not None:
+                        index._cache[key] = other
+                if hops == 2:
+                    candidates = np.concatenate([candidates, candidates[candidates].reshape(len(candidates), -1)],
+                                                axis=1)
+            # keep one step's gathered vectors near 256 MB
+            step = max(1, min(batch_size, 2**28 // (candidates.shape[1] * vectors.shape[1] * 4)))
+            edges, weights = rescore_candidates(vectors, candidates, k, batch_size=step)
+            meta = {'type': 'corpus_graph', 'format': 'np_topk', 'package_hint': 'pyterrier-adaptive',
+                    'doc_count': int(edges.shape[0]), 'k': int(k),
+                    'approximate': {'method': 'faiss_hnsw_search' if search else 'faiss_hnsw_links',
+                                    'neighbours': neighbours, 'ef_construction': ef_construction,
+                                    'ef_search': ef_search if search else None, 'hops': None if search else hops}}
+            try:  # a temporary of its own, swapped in whole
+                with building(path, ('corpus_graph', 'np_topk')) as tmp:
+                    write_array(edges, tmp / 'edges.u32.np')
+                    write_array(weights, tmp / 'weights.f16.np')
+                    _same_file(Path(index.index_path) / 'docnos.npids', tmp / 'docnos.npids')
+                    write_json(tmp / 'pt_meta.json', meta)
+            except ArtifactKindError:
+                raise
+            except FileExistsError:  # the same kind of artifact is there now: built by another process meanwhile
+                pass
     graph = load_corpus_graph(path)
     check_docnos(graph._docnos)
     return graph

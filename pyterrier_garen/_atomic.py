@@ -9,6 +9,9 @@ Every artifact the project writes goes through :func:`building` (a folder) or :f
   artifact survives until the new one is complete;
 * a lock file beside the target (``.<name>.lock``) makes concurrent builds of the same artifact fail clearly, and
   lets a build recognise the temporaries left by a killed build of the same artifact as stale and remove them;
+  a get-or-build step holds it around the whole step (:func:`exclusive`), so a second run that needs the same
+  artifact waits for the first and reuses what it built (resumable work kept beside the target, such as encoded
+  chunks, is never written by two processes at once);
 * the swap is recoverable at every instant (:func:`_swap`, :func:`recover`): an atomic exchange where the kernel
   offers one, else a backup folder that the next open or build of the path moves back, and that is never removed
   while it is the only complete copy;
@@ -28,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
-__all__ = ['building', 'clean_stale', 'recover', 'atomic_write', 'write_json', 'write_array', 'read_meta',
+__all__ = ['building', 'exclusive', 'clean_stale', 'recover', 'atomic_write', 'write_json', 'write_array', 'read_meta',
            'open_no_follow', 'resource_error', 'resource_errors', 'ArtifactKindError', 'ArtifactBusyError',
            'ResourceError']
 
@@ -176,26 +179,98 @@ def check_target(path: Path, kind: Tuple[str, str], *, overwrite: bool) -> bool:
     return True
 
 
+#: The build locks this process holds: (thread, lock file) -> depth. A thread that holds the lock of a path may
+#: take it again (a get-or-build step around :func:`building`); another thread contends like another process.
+_HELD: Dict[Tuple[int, str], int] = {}
+
+
 @contextlib.contextmanager
-def _lock(path: Path) -> Iterator[None]:
+def _lock(path: Path, wait: bool = False) -> Iterator[None]:
+    """Hold the build lock of ``path`` (``.<name>.lock`` beside it, an ``flock``, released when the process dies).
+
+    Busy: :class:`ArtifactBusyError`, or with ``wait`` a warning saying so, then the wait. Re-entrant within a
+    thread. The holder removes the lock file as it releases; a waiter that then wins the lock of the removed file
+    opens the new one and tries again, so two processes never both hold it.
+    """
     import fcntl
+    import threading
     lock_path = path.parent / f'.{path.name}.lock'
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as ex:
-            if ex.errno in (errno.EAGAIN, errno.EACCES):
-                raise ArtifactBusyError(f'another process is building {path} right now; wait for it to '
-                                        'finish') from None
-            raise
+    key = (threading.get_ident(), os.path.abspath(lock_path))
+    if key in _HELD:
+        _HELD[key] += 1
         try:
             yield
         finally:
+            _HELD[key] -= 1
+        return
+    told = False
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as ex:
+                if ex.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if not wait:
+                    raise ArtifactBusyError(f'another process is building {path} right now; wait for it to '
+                                            'finish') from None
+                if not told:
+                    import warnings
+                    warnings.warn(f'another process is building {path}; waiting for it to finish (its lock is '
+                                  f'{lock_path}), then using what it built', stacklevel=_outside_level())
+                    told = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(lock_path, follow_symlinks=False).st_ino
+            except FileNotFoundError:
+                current = None
+        except BaseException:
+            os.close(fd)
+            raise
+        if current == os.fstat(fd).st_ino:
+            break
+        os.close(fd)  # the lock of a file its holder removed while releasing it: take the new one
+    _HELD[key] = 1
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        try:
             with contextlib.suppress(FileNotFoundError):
                 lock_path.unlink()
-    finally:
-        os.close(fd)
+        finally:
+            os.close(fd)
+
+
+def _outside_level() -> int:
+    """The ``stacklevel`` (for a warning issued by the caller of this function) of the first frame outside this
+    package and ``contextlib``: the line of the user's own code that asked for the artifact."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and (frame.f_code.co_filename.startswith(package)
+                                 or frame.f_code.co_filename == contextlib.__file__):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+@contextlib.contextmanager
+def exclusive(path: Union[str, Path]) -> Iterator[None]:
+    """Hold the build lock of ``path`` for the block, waiting (with a warning) while another process or thread holds
+    it. A get-or-build step takes it around "reuse what is built, else build it", so two runs that need the same
+    artifact at once build it once: the second waits, then reuses it. Inside, :func:`building`, :func:`recover`
+    and :func:`clean_stale` of the same path take the lock again without waiting (re-entrant)."""
+    path = Path(path)
+    with contextlib.ExitStack() as stack:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_lock(path, wait=True))
+        except OSError as ex:
+            if ex.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise resource_error(ex, path, 'build') from None
+            # a folder this user cannot write to: nothing can be built there, and what is built is read unlocked
+            # (a build inside the block fails with its own message naming the folder)
+        yield
 
 
 def stale_temporaries(path: Path) -> list:

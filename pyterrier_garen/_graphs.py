@@ -76,23 +76,24 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
     """
     import pyterrier_dr
 
-    from ._atomic import building, read_meta, recover
+    from ._atomic import building, exclusive, read_meta, recover
     from ._encoding import encode_chunked, resolve_precision
     from ._params import check_positive
     check_positive(batch_size=batch_size)
     resolve_precision(precision)  # a bad value fails before anything is read or built
-    recover(path)
-    index = pyterrier_dr.FlexIndex(str(path), verbose=False)
-    if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
-        docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
-        store, vectors = encode_chunked(docs, path, encoder=encoder, batch_size=batch_size, precision=precision,
-                                        ray=ray, verbose=verbose)
-        with building(path, ('dense_index', 'flex')) as tmp:
-            tmp.rmdir()  # FlexIndex's indexer creates the folder itself
-            pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer().index(vectors)
-            _write_encoding_record(tmp, store.manifest)
-        store.remove()
+    with exclusive(path):  # a second run encoding the same folder waits, then reuses (the chunks are written once)
+        recover(path)
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
+        if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
+            docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
+            store, vectors = encode_chunked(docs, path, encoder=encoder, batch_size=batch_size, precision=precision,
+                                            ray=ray, verbose=verbose)
+            with building(path, ('dense_index', 'flex')) as tmp:
+                tmp.rmdir()  # FlexIndex's indexer creates the folder itself
+                pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer().index(vectors)
+                _write_encoding_record(tmp, store.manifest)
+            store.remove()
+            index = pyterrier_dr.FlexIndex(str(path), verbose=False)
     from ._checks import check_flex
     check_flex(path)  # sizes, counts and links, before the vectors are trusted
     _check_precision(path, precision)
@@ -459,15 +460,19 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
         k = count - 1
     batch = graph_batch(count, k)
     half_built = Path(index.index_path) / f'corpusgraph_k{k}'
-    if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
-        shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
+    from ._atomic import exclusive
     from ._checks import check_np_topk
-    for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any of them
-        check_np_topk(built.parent)
-    with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
-        # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
-        warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
-        graph = index.corpus_graph(k, batch_size=batch)
+    # pyterrier_dr builds the graph inside the vectors' folder, in place: the folder's lock keeps a second run from
+    # taking a graph being written for a half-built one (it waits, then reuses the graph)
+    with exclusive(index.index_path) if not (half_built / 'pt_meta.json').is_file() else contextlib.nullcontext():
+        if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
+            shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
+        for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any
+            check_np_topk(built.parent)
+        with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
+            # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
+            warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
+            graph = index.corpus_graph(k, batch_size=batch)
     check_docnos(graph._docnos)
     return graph
 
@@ -514,18 +519,19 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
     """A PISA index of a corpus (title + text), built once and reused."""
     import pyterrier_pisa
 
-    from ._atomic import building, recover
-    recover(path)
-    index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
-    if not index.built():
-        docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
-        with building(path, ('sparse_index', 'pisa')) as tmp:
-            tmp.rmdir()
-            new = pyterrier_pisa.PisaIndex(str(tmp), stemmer=stemmer, threads=threads, text_field='text')
-            with _quiet_native_output(not verbose):
-                new.index(docs)
-                new.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
+    from ._atomic import building, exclusive, recover
+    with exclusive(path):  # a second run indexing the same folder waits, then reuses
+        recover(path)
         index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
+        if not index.built():
+            docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
+            with building(path, ('sparse_index', 'pisa')) as tmp:
+                tmp.rmdir()
+                new = pyterrier_pisa.PisaIndex(str(tmp), stemmer=stemmer, threads=threads, text_field='text')
+                with _quiet_native_output(not verbose):
+                    new.index(docs)
+                    new.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
+            index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
     return index
 
 
@@ -542,11 +548,17 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
         index: a built ``pyterrier_pisa.PisaIndex``; built next to ``path`` when not given.
         k: neighbours per document.
     """
-    from pyterrier_adaptive import CorpusGraph
-
     from ._params import check_positive
     check_positive(k=k, batch_size=batch_size)
     path = Path(path)
+    from ._atomic import exclusive
+    with exclusive(path):  # a second run building the same graph waits, then reuses it
+        return _bm25_corpus_graph(dataset, path, index=index, k=k, k1=k1, b=b, batch_size=batch_size)
+
+
+def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: float, batch_size: int):
+    from pyterrier_adaptive import CorpusGraph
+
     from ._atomic import recover
     recover(path)
     if (path / 'pt_meta.json').exists():

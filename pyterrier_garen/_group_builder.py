@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 
 import numpy as np
 
-from ._atomic import building, read_meta, recover, write_array
+from ._atomic import building, exclusive, read_meta, recover, write_array
 from ._graphs import write_docnos
 from ._io import write_json
 
@@ -81,69 +81,72 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     weights = weights[order]
     params = {'max_group_size': max_group_size, 'resolution': resolution, 'randomness': randomness,
               'seed': seed, 'backend': backend if labels is None else 'given'}
-    recover(path)  # an interrupted swap of an earlier rebuild is undone before anything is compared
-    existing = read_meta(path) if not path.is_symlink() else None
-    if existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE, ARTIFACT_FORMAT) \
-            and not overwrite:
-        stored = {k: existing.get('partition', {}).get(k) for k in params}
-        same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
-        if stored == params and same_graph:
-            _warn_if_other_version(path, existing, labels is None)
-            return path
-        diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
-        raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
-                              f'{diff or "other graph"}; pass overwrite=True to rebuild it')
-    started = time.time()
-    if labels is None:
-        params['version'] = PARTITION_VERSION
-        part = leiden_partition(edges, weights, max_group_size=max_group_size, resolution=resolution,
-                                randomness=randomness, seed=seed, backend=backend, verbose=verbose)
-        group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
-            part.leiden_calls
-        stages = {name: round(float(value), 3) for name, value in part.seconds.items()}
-        cpu_stages = {name: round(float(value), 3) for name, value in part.cpu_seconds.items()}
-        modularity = float(modularity) if modularity is not None and np.isfinite(modularity) else None  # strict JSON
-    else:
-        raw = np.asarray(labels)
-        if len(raw) != n:
-            raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
-        # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
-        _, group_labels = np.unique(raw, return_inverse=True)
-        group_labels = group_labels.reshape(-1)[order]
-        unsplittable, modularity, calls, stages, cpu_stages = [], None, 0, {}, {}  # no Leiden run: no modularity
-    num_groups = int(group_labels.max()) + 1 if n else 0
-    member_order = np.argsort(group_labels, kind='stable')
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
-    sizes = np.diff(offsets)
-    over = [int(g) for g in np.nonzero(sizes > max_group_size)[0]]
-    if over and labels is None:
-        # below 1, modularity favours fewer groups: a whole collection can stay one group that no level splits
-        hint = (f'; resolution={resolution:g} is below 1, which favours fewer and larger groups: raise it (the '
-                'paper uses 1.0)') if resolution < 1 else ''
-        warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
-                      f'no split (near-duplicate documents?): groups {over[:10]}, the largest of '
-                      f'{int(sizes.max())} documents{hint}', stacklevel=2)
-    meta = {
-        'type': ARTIFACT_TYPE, 'format': ARTIFACT_FORMAT, 'package_hint': PACKAGE_HINT,
-        'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
-        'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
-                      'modularity': modularity, 'leiden_calls': calls,
-                      'seconds': round(time.time() - started, 3), 'stage_seconds': stages,
-                      'stage_cpu_seconds': cpu_stages},
-        'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
-    }
-    # build beside the target and swap it in (pt_meta.json last): a half-built folder is never taken for a built one,
-    # an existing artifact is replaced only when it is a GroupCorpusGraph and overwrite=True, and only once the new
-    # one is complete; stale temporaries of killed builds are removed (see _atomic.building)
-    with building(path, (ARTIFACT_TYPE, ARTIFACT_FORMAT), overwrite=overwrite) as tmp:
-        write_array(edges.astype(np.uint32), tmp / 'edges.u32.np')
-        write_array(weights.astype(np.float16), tmp / 'weights.f16.np')
-        write_docnos(sorted_docnos, tmp / 'docnos.npids')
-        meta['docnos_bytes'] = (tmp / 'docnos.npids').stat().st_size  # lets opening spot a truncated lookup
-        write_array(group_labels.astype(np.uint32), tmp / 'group_of.u32.np')
-        write_array(offsets.astype(np.uint64), tmp / 'group_offsets.u64.np')
-        write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
-        write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
+    # a second run asking for the same groups waits for the first, then reuses them (or says how they differ)
+    with exclusive(path):
+        recover(path)  # an interrupted swap of an earlier rebuild is undone before anything is compared
+        existing = read_meta(path) if not path.is_symlink() else None
+        if existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE, ARTIFACT_FORMAT) \
+                and not overwrite:
+            stored = {k: existing.get('partition', {}).get(k) for k in params}
+            same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
+            if stored == params and same_graph:
+                _warn_if_other_version(path, existing, labels is None)
+                return path
+            diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
+            raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
+                                  f'{diff or "other graph"}; pass overwrite=True to rebuild it')
+        started = time.time()
+        if labels is None:
+            params['version'] = PARTITION_VERSION
+            part = leiden_partition(edges, weights, max_group_size=max_group_size, resolution=resolution,
+                                    randomness=randomness, seed=seed, backend=backend, verbose=verbose)
+            group_labels, unsplittable, modularity, calls = part.labels, part.unsplittable, part.modularity, \
+                part.leiden_calls
+            stages = {name: round(float(value), 3) for name, value in part.seconds.items()}
+            cpu_stages = {name: round(float(value), 3) for name, value in part.cpu_seconds.items()}
+            # strict JSON: no NaN
+            modularity = float(modularity) if modularity is not None and np.isfinite(modularity) else None
+        else:
+            raw = np.asarray(labels)
+            if len(raw) != n:
+                raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
+            # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
+            _, group_labels = np.unique(raw, return_inverse=True)
+            group_labels = group_labels.reshape(-1)[order]
+            unsplittable, modularity, calls, stages, cpu_stages = [], None, 0, {}, {}  # no Leiden run: no modularity
+        num_groups = int(group_labels.max()) + 1 if n else 0
+        member_order = np.argsort(group_labels, kind='stable')
+        offsets = np.concatenate([[0], np.cumsum(np.bincount(group_labels, minlength=num_groups))])
+        sizes = np.diff(offsets)
+        over = [int(g) for g in np.nonzero(sizes > max_group_size)[0]]
+        if over and labels is None:
+            # below 1, modularity favours fewer groups: a whole collection can stay one group that no level splits
+            hint = (f'; resolution={resolution:g} is below 1, which favours fewer and larger groups: raise it (the '
+                    'paper uses 1.0)') if resolution < 1 else ''
+            warnings.warn(f'{len(over)} groups stay larger than max_group_size={max_group_size} because Leiden found '
+                          f'no split (near-duplicate documents?): groups {over[:10]}, the largest of '
+                          f'{int(sizes.max())} documents{hint}', stacklevel=2)
+        meta = {
+            'type': ARTIFACT_TYPE, 'format': ARTIFACT_FORMAT, 'package_hint': PACKAGE_HINT,
+            'format_version': FORMAT_VERSION, 'doc_count': n, 'k': int(edges.shape[1]), 'num_groups': num_groups,
+            'partition': {**params, 'unsplittable': [int(g) for g in unsplittable], 'over_limit': over,
+                          'modularity': modularity, 'leiden_calls': calls,
+                          'seconds': round(time.time() - started, 3), 'stage_seconds': stages,
+                          'stage_cpu_seconds': cpu_stages},
+            'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
+        }
+        # build beside the target and swap it in (pt_meta.json last): a half-built folder is never taken for a built
+        # one, an existing artifact is replaced only when it is a GroupCorpusGraph and overwrite=True, and only once
+        # the new one is complete; stale temporaries of killed builds are removed (see _atomic.building)
+        with building(path, (ARTIFACT_TYPE, ARTIFACT_FORMAT), overwrite=overwrite) as tmp:
+            write_array(edges.astype(np.uint32), tmp / 'edges.u32.np')
+            write_array(weights.astype(np.float16), tmp / 'weights.f16.np')
+            write_docnos(sorted_docnos, tmp / 'docnos.npids')
+            meta['docnos_bytes'] = (tmp / 'docnos.npids').stat().st_size  # lets opening spot a truncated lookup
+            write_array(group_labels.astype(np.uint32), tmp / 'group_of.u32.np')
+            write_array(offsets.astype(np.uint64), tmp / 'group_offsets.u64.np')
+            write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
+            write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     return path
 
 

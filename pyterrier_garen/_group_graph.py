@@ -11,7 +11,7 @@ import numpy as np
 import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
-from ._atomic import recover, resource_error, resource_errors
+from ._atomic import exclusive, read_meta, recover, resource_error, resource_errors
 from ._checks import GROUP_FILES, ArtifactError, check_links, read_meta_file
 from ._docno_index import DocnoIndex
 from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
@@ -416,6 +416,13 @@ class GroupCorpusGraph(CorpusGraph):
     def has_summaries(self) -> bool:
         return self.meta.get('summaries') is not None and (self.path / SUMMARIES).is_file()
 
+    def _reread_summaries(self) -> None:
+        """Take the summaries another process may have written since this artifact was opened."""
+        meta = read_meta(self.path)
+        if meta is not None and meta.get('summaries') != self.meta.get('summaries'):
+            self.meta['summaries'] = meta.get('summaries')
+            self.__dict__.pop('_summary_records', None)
+
     def summary_store(self) -> SummaryStore:
         """The :class:`~pyterrier_garen._summaries.SummaryStore` of this artifact (finished and partial records)."""
         return SummaryStore(self.path, self.num_groups)
@@ -484,56 +491,62 @@ class GroupCorpusGraph(CorpusGraph):
         elif hasattr(summarizer, 'build') and not hasattr(summarizer, 'summarize'):
             summarizer = summarizer.build()  # a SummarizerSpec, run in this process
         config = summarizer.config()
-        remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
-        keep = None
-        if self.has_summaries and not overwrite:
-            if self.meta['summaries'].get('summarizer') != config:
-                raise FileExistsError(f'{self.path} already has summaries made by '
-                                      f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True to replace them')
-            keep = [r for r in self._summary_records if r is not None]
-            if not any(map(failed_request, keep)):
-                return self
-        store = self.summary_store()
-        done = store.begin(config, overwrite=overwrite, keep=keep)
-        todo = store.missing()
-        budget.total = len(todo)
-        if todo:
-            texts = self._member_texts(corpus, todo)
-            provenance = {k: config.get(k) for k in ('name', 'model', 'prompt_hash')}
-            progress = pt.tqdm(total=self.num_groups, initial=len(done), desc='summarising groups', unit='group',
-                               disable=not verbose)
-            batches = [[{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
-                       for start in range(0, len(todo), batch_size)]
-            if ray:  # batches come back in any order, a retried one possibly twice: the store accepts each group once
-                results = (records for records, _ in summarize_batches(summarizer, batches, options=ray,
-                                                                        config=config, verbose=verbose))
-            else:
-                results = (summarize_batch(summarizer, batch) for batch in batches)
-            try:
-                for records in results:
-                    stamped = [stamp(record, gid, provenance) for gid, record in records]
-                    budget.count(r for r in stamped if int(r['group']) not in store.done)
-                    progress.update(store.add(stamped))
-                    if budget.exceeded:
-                        break
-            finally:
-                results.close()  # a generator: stopping early ends a Ray session at once
-                progress.close()
-            if budget.exceeded:
-                raise budget.error(self.path)
-            budget.warn()
-        if self.meta.get('summaries') is not None:  # replacing: pt_meta.json never describes other records than
-            self.meta['summaries'] = None  # the file holds (the finished partial run stays until the end)
+        # a second run summarising the same groups waits for the first, then keeps (or resumes) what it wrote
+        with exclusive(self.path):
+            self._reread_summaries()
+            remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
+            keep = None
+            if self.has_summaries and not overwrite:
+                if self.meta['summaries'].get('summarizer') != config:
+                    raise FileExistsError(f'{self.path} already has summaries made by '
+                                          f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True to replace '
+                                          'them')
+                keep = [r for r in self._summary_records if r is not None]
+                if not any(map(failed_request, keep)):
+                    return self
+            store = self.summary_store()
+            done = store.begin(config, overwrite=overwrite, keep=keep)
+            todo = store.missing()
+            budget.total = len(todo)
+            if todo:
+                texts = self._member_texts(corpus, todo)
+                provenance = {k: config.get(k) for k in ('name', 'model', 'prompt_hash')}
+                progress = pt.tqdm(total=self.num_groups, initial=len(done), desc='summarising groups', unit='group',
+                                   disable=not verbose)
+                batches = [[{'group': g, 'docs': texts[g]} for g in todo[start:start + batch_size]]
+                           for start in range(0, len(todo), batch_size)]
+                # on Ray, batches come back in any order, a retried one possibly twice: the store accepts each group
+                # once
+                if ray:
+                    results = (records for records, _ in summarize_batches(summarizer, batches, options=ray,
+                                                                            config=config, verbose=verbose))
+                else:
+                    results = (summarize_batch(summarizer, batch) for batch in batches)
+                try:
+                    for records in results:
+                        stamped = [stamp(record, gid, provenance) for gid, record in records]
+                        budget.count(r for r in stamped if int(r['group']) not in store.done)
+                        progress.update(store.add(stamped))
+                        if budget.exceeded:
+                            break
+                finally:
+                    results.close()  # a generator: stopping early ends a Ray session at once
+                    progress.close()
+                if budget.exceeded:
+                    raise budget.error(self.path)
+                budget.warn()
+            if self.meta.get('summaries') is not None:  # replacing: pt_meta.json never describes other records than
+                self.meta['summaries'] = None  # the file holds (the finished partial run stays until the end)
+                write_json(self.path / 'pt_meta.json', self.meta)
+                _step('summaries-unset')
+            self.meta['summaries'] = store.finish(config)
+            _step('summaries-written')
+            if ray:
+                self.meta['summaries']['ray'] = ray.describe()
             write_json(self.path / 'pt_meta.json', self.meta)
-            _step('summaries-unset')
-        self.meta['summaries'] = store.finish(config)
-        _step('summaries-written')
-        if ray:
-            self.meta['summaries']['ray'] = ray.describe()
-        write_json(self.path / 'pt_meta.json', self.meta)
-        store.discard_partial()
-        self.__dict__.pop('_summary_records', None)
-        return self
+            store.discard_partial()
+            self.__dict__.pop('_summary_records', None)
+            return self
 
     def _member_texts(self, corpus, group_ids: Sequence[int]) -> Dict[int, List[Dict[str, Any]]]:
         wanted = np.zeros(self.doc_count, dtype=bool)

@@ -170,3 +170,30 @@ def test_inside_garen_a_query_of_one_document_asks_nothing_more_and_two_document
         assert len(_garen(plain, graph)(first)) == len(docs)
         _garen(inside, graph, head_rerank=5)(first)
         assert inside.num_calls == plain.num_calls + extra, docs
+
+
+@pytest.mark.parametrize('stage', ['head', 'fusion'])
+def test_rows_without_a_qid_docno_or_query_and_two_queries_per_qid_are_refused(stage):
+    """A groupby drops a row without a qid (its document would vanish from the ranking) and a missing docno or
+    query would be sent as the text 'nan': both shared stages refuse such rows, naming them."""
+    def make():
+        return HeadReranker(DictScorer(SCORES), depth=3) if stage == 'head' else FirstStageFusion(RUN, weight=0.1)
+    for column, where in (('qid', ''), ('docno', " (qids ['q1', 'q2'])"), ('query', " (qids ['q1', 'q2'])")):
+        broken = RUN.copy()
+        broken[column] = broken[column].astype(object)
+        broken.loc[[1, 6], column] = [None, np.nan]
+        stage_ = make()
+        with pytest.raises(ValueError) as info:
+            stage_(broken)
+        assert str(info.value) == (f'{stage_!r}: 2 input rows have no {column} (None/NaN){where}; every row needs '
+                                   f'its {column}')
+    clash = RUN.copy()
+    clash.loc[1, 'query'] = 'another text'
+    stage_ = make()
+    with pytest.raises(ValueError) as info:
+        stage_(clash)
+    assert str(info.value) == (f"{stage_!r}: qid 'q1' carries 2 different queries (e.g. 'text of q1' and 'another "
+                               "text'; 1 qids like this); each qid must name one query: give the queries distinct qids")
+    # without a query column the fusion needs none
+    assert FirstStageFusion(RUN, weight=0.1)(RUN.drop(columns='query')).docno.tolist()[:5] == ['a', 'b', 'c', 'd',
+                                                                                                'e']

@@ -16,6 +16,8 @@ import pytest
 import pyterrier_garen._atomic as atomic
 from pyterrier_garen._atomic import ResourceError
 
+from _locks import held_elsewhere
+
 KIND = ('test_artifact', 'v1')
 TEMPORARY = r'[a-z0-9_]{8}'  # what tempfile puts between prefix and suffix
 
@@ -260,7 +262,7 @@ def test_recover_writes_nothing_when_there_is_nothing_to_do(tmp_path, monkeypatc
 def test_recover_skips_cleanup_while_a_build_holds_the_lock(tmp_path):
     path = _artifact(tmp_path / 'g')
     leftover = _leftover(path, 'abcdefgh', 'tmp')
-    with atomic._lock(path):
+    with held_elsewhere(path):
         assert atomic.recover(path) is None
         assert leftover.exists()  # a running build's temporary is not stale
     assert atomic.recover(path) is None
@@ -328,7 +330,7 @@ def test_clean_stale_counts_what_it_removed(tmp_path):
     assert atomic.clean_stale(path) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ['.g.too-long-name.tmp']
     _leftover(path, 'dddddddd', 'tmp')
-    with atomic._lock(path):
+    with held_elsewhere(path):
         assert atomic.clean_stale(path) == 0
     assert atomic.clean_stale(path) == 1
 

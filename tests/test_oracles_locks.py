@@ -1,0 +1,158 @@
+"""Oracles for the build lock (pyterrier_garen._atomic._lock and exclusive): a busy lock refuses or waits (saying
+so once), is re-entrant only within the thread holding it, never has two holders although each holder removes the
+lock file as it releases, and a folder nobody can write to is read without one. A second thread stands in for a
+second process (see tests/_locks.py); tests/test_concurrent_builds.py runs every get-or-build step twice at once."""
+import errno
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import pyterrier_garen._atomic as atomic
+from pyterrier_garen._atomic import ArtifactBusyError, ResourceError
+
+from _locks import held_elsewhere
+
+KIND = ('test_artifact', 'v1')
+
+
+def _build(path, text='new'):
+    with atomic.building(path, KIND) as tmp:
+        atomic.write_json(tmp / 'pt_meta.json', {'type': KIND[0], 'format': KIND[1]})
+        (tmp / 'data.txt').write_text(text)
+
+
+def test_a_busy_lock_is_refused_naming_the_path(tmp_path):
+    path = tmp_path / 'g'
+    with held_elsewhere(path):
+        with pytest.raises(ArtifactBusyError) as info:
+            with atomic._lock(path):
+                pass
+        assert str(info.value) == f'another process is building {path} right now; wait for it to finish'
+        with pytest.raises(ArtifactBusyError):
+            _build(path)
+    assert not path.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no temporary, no lock file left
+
+
+def test_the_lock_is_re_entrant_only_in_its_own_thread(tmp_path):
+    path, lock_file = tmp_path / 'g', tmp_path / '.g.lock'
+
+    def other_thread_gets_it():
+        got = []
+
+        def attempt():
+            try:
+                with atomic._lock(path):
+                    got.append(True)
+            except ArtifactBusyError:
+                got.append(False)
+        thread = threading.Thread(target=attempt)
+        thread.start()
+        thread.join(10)
+        return got == [True]
+
+    with atomic.exclusive(path):
+        with atomic._lock(path):
+            _build(path)  # building takes it a third time
+        assert lock_file.exists()  # the inner releases leave the outer hold in place
+        assert not other_thread_gets_it()
+    assert not lock_file.exists()
+    assert other_thread_gets_it()
+    assert (path / 'data.txt').read_text() == 'new'
+    assert atomic._HELD == {}
+
+
+def test_exclusive_waits_for_the_holder_and_says_so_once(tmp_path):
+    path = tmp_path / 'g'
+    entered = threading.Event()
+
+    def waiter():
+        with atomic.exclusive(path):
+            entered.set()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        with held_elsewhere(path):
+            thread = threading.Thread(target=waiter)
+            thread.start()
+            deadline = time.monotonic() + 10
+            while not caught and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert not entered.wait(0.3)  # still waiting while the other holds the lock
+        thread.join(10)
+    assert entered.is_set()
+    assert [str(w.message) for w in caught] == [
+        f'another process is building {path}; waiting for it to finish (its lock is {tmp_path / ".g.lock"}), then '
+        'using what it built']
+    assert not (tmp_path / '.g.lock').exists()
+
+
+def test_two_holders_never_overlap_although_each_removes_the_lock_file(tmp_path):
+    """A waiter can win the lock of a file its holder has just removed; it must then take the new file (else it and
+    a newcomer that created the new file would both hold "the" lock)."""
+    path = tmp_path / 'g'
+    inside, most, entries = [0], [0], [0]
+    guard = threading.Lock()
+
+    def worker():
+        for _ in range(60):
+            with warnings.catch_warnings():
+                warnings.simplefilter('ignore')
+                with atomic.exclusive(path):
+                    with guard:
+                        inside[0] += 1
+                        entries[0] += 1
+                        most[0] = max(most[0], inside[0])
+                    time.sleep(0.0005)
+                    with guard:
+                        inside[0] -= 1
+    threads = [threading.Thread(target=worker) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert (entries[0], most[0]) == (360, 1)
+    assert not (tmp_path / '.g.lock').exists()
+
+
+@pytest.mark.parametrize('code', [errno.EROFS, errno.EACCES, errno.EPERM])
+def test_a_folder_nobody_can_write_is_read_without_a_lock(tmp_path, monkeypatch, code):
+    def refused(path, wait=False):
+        raise OSError(code, 'refused', str(tmp_path / '.g.lock'))
+    monkeypatch.setattr(atomic, '_lock', refused)
+    ran = []
+    with atomic.exclusive(tmp_path / 'g'):
+        ran.append(True)
+    assert ran == [True]
+
+
+def test_a_full_disk_when_locking_names_the_path_and_the_fix(tmp_path, monkeypatch):
+    def full(path, wait=False):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+    monkeypatch.setattr(atomic, '_lock', full)
+    with pytest.raises(ResourceError) as info:
+        with atomic.exclusive(tmp_path / 'g'):
+            pass
+    assert str(info.value) == (f'cannot build {tmp_path / "g"}: no space left on device; free some disk space (or '
+                               'choose a folder on another disk) and rerun; finished steps are kept')
+
+
+def test_exclusive_makes_the_parent_folder(tmp_path):
+    path = tmp_path / 'a' / 'b' / 'g'
+    with atomic.exclusive(path):
+        assert (tmp_path / 'a' / 'b' / '.g.lock').is_file()
+    assert sorted(p.name for p in (tmp_path / 'a' / 'b').iterdir()) == []
+
+
+def test_the_lock_file_is_never_followed_through_a_link(tmp_path):
+    theirs = tmp_path / 'theirs.txt'
+    theirs.write_text('keep me')
+    (tmp_path / '.g.lock').symlink_to(theirs)
+    with pytest.raises(OSError) as info:
+        with atomic.exclusive(tmp_path / 'g'):
+            pass
+    assert info.value.errno == errno.ELOOP
+    assert theirs.read_text() == 'keep me'
+    assert Path(tmp_path / '.g.lock').is_symlink()
