@@ -197,3 +197,52 @@ def test_rows_without_a_qid_docno_or_query_and_two_queries_per_qid_are_refused(s
     # without a query column the fusion needs none
     assert FirstStageFusion(RUN, weight=0.1)(RUN.drop(columns='query')).docno.tolist()[:5] == ['a', 'b', 'c', 'd',
                                                                                                 'e']
+
+
+class Scripted(pt.Transformer):
+    """A listwise reranker that answers each call with the next order of its script (one query, one window)."""
+    listwise = True
+
+    def __init__(self, answers):
+        self.answers, self.asked = list(answers), []
+
+    def transform(self, inp):
+        self.asked.append(inp.docno.tolist())
+        answer = self.answers[len(self.asked) - 1]
+        assert sorted(answer) == sorted(inp.docno)
+        return inp.assign(score=[float(len(answer) - answer.index(d)) for d in inp.docno])
+
+
+@pytest.mark.parametrize(('final_order', 'with_call', 'without_call'), [
+    # 'dropped' (the listwise default): the call's order [d b a] + c is propagated over itself (order=final)
+    ('auto', ['b', 'a', 'd', 'c'], ['b', 'a', 'c', 'd']),
+    # 'paper': the call's answer [d b a] is W~_T; c (not in it) gets only its group's term
+    ('paper', ['d', 'b', 'a', 'c'], ['b', 'a', 'c', 'd'])])
+def test_inside_garen_a_listwise_call_then_propagation_worked_by_hand(final_order, with_call, without_call):
+    """GAREN with a listwise reranker, the call inside and propagation (p = 0.7, alpha = 1), on four documents that
+    one window re-ranks whole (budget 4, no neighbour: the search is that one window).
+
+    Window [a b c d] -> the script's first answer [b a d c]. Groups: d alone in group 0; a, b, c in group 1.
+    Without the call, propagation runs over [b a d c]: b(d) = .3 .21 .147 .1029 by rank; group 1 holds
+    .3 + .21 + .1029 = .6129, group 0 .147; b .9129, a .8229, c .7158, d .294 -> b a c d (either final order).
+    With the call over the top 3 [b a d] -> the script's second answer [d b a]:
+    'dropped': propagation over [d b a c]: d .3, b .21, a .147, c .1029; group 0 = .3, group 1 = .4599;
+      d .6, b .6699, a .6069, c .5628 -> b a d c.
+    'paper': propagation over W~_T = [d b a] (c observed, no base): d .3, b .21, a .147; group 0 .3, group 1 .357;
+      d .6, b .567, a .504, c .357 -> d b a c."""
+    from pyterrier_garen import GAREN
+
+    from _toy_graph import ToyGroupGraph
+    graph = ToyGroupGraph({d: [] for d in 'abcd'}, {'a': 1, 'b': 1, 'c': 1, 'd': 0})
+    first = pd.DataFrame({'qid': 'q1', 'query': 'text of q1', 'docno': list('abcd'), 'rank': range(4)})
+    first['score'] = -first['rank'].astype(float)
+
+    def garen(reranker, **kw):
+        return GAREN(reranker, graph, DictScorer({}), window=4, keep=2, budget=4, group_budget=2, p=0.7, alpha=1.0,
+                     final_order=final_order, **kw)
+    called = Scripted([['b', 'a', 'd', 'c'], ['d', 'b', 'a']])
+    assert garen(called, head_rerank=3)(first).docno.tolist() == with_call
+    assert called.asked == [list('abcd'), ['b', 'a', 'd']]  # the call asks the top 3 of the order before propagation
+    plain = Scripted([['b', 'a', 'd', 'c']])
+    assert garen(plain)(first).docno.tolist() == without_call
+    assert plain.asked == [list('abcd')]
