@@ -2,6 +2,10 @@
 
     python bench/reranker_load.py      # cranfield, vaswani, scifact; budgets 100 and 200
     python bench/reranker_load.py --collections cranfield --budgets 100 --queries 50
+    python bench/reranker_load.py --budgets 50 100 200 400 --systems Rerank GAR SlideGAR RGS GAREN GAREN+ \
+        --listwise --out costs.csv       # the costs examples/cost_matched.py reads
+    python bench/reranker_load.py --budgets 50 100 200 400 --systems Rerank GAR SlideGAR RGS GAREN GAREN+ \
+        --cache-scores --out cached.csv  # each document scored once per query
 
 A budget counts distinct documents re-ranked per query, as the papers count it. The searches differ in how often
 they show the reranker the same document: a window search carries its kept top into the next window, and RGS
@@ -11,8 +15,18 @@ system of `compare` (BM25 aside) with MiniLM as the reranker, through a counting
 the reranker calls that held the query (one window each), the documents sent counting repeats, the distinct ones,
 and the documents sent per distinct document. Artifacts are built once in the collection's workdir under
 $GAREN_CACHE (the one `prepare` uses) and reused.
+
+--cache-scores puts pyterrier_caching's scorer cache (Sqlite3ScorerCache, a fresh one per system and budget)
+between each search and MiniLM, so a document is scored once per query however often a search shows it: the
+rankings are the same (MiniLM is pointwise) and the reranker work is the distinct documents. It cannot go with
+--listwise (a listwise reranker's scores hold for one window only). --listwise wraps MiniLM as strength_sweep.py
+--listwise does (its scores seen as one window's order only), so the
+searches take their listwise paths; --head-rerank N gives every system the one more call over its top N, as
+strength_sweep.py --head-rerank N does; --out also writes the table as CSV (collection, budget, system, calls, sent,
+distinct, sent_per_distinct, queries).
 """
 import argparse
+import contextlib
 import os
 from collections import defaultdict
 
@@ -43,18 +57,27 @@ class CountingReranker(pt.Transformer):
         return self.reranker(inp)
 
 
-def measure(collection: str, budgets, num_queries=None) -> pd.DataFrame:
+def measure(collection: str, budgets, num_queries=None, systems=None, listwise=False, head_rerank=0,
+            cache_scores=False) -> pd.DataFrame:
     from _judged import judged_collection
     _, prepared, _, topics, _ = judged_collection(collection)
     if num_queries:
         topics = topics.head(num_queries)
     reranker, navigator = garen.cpu_components(prepared)
-    names = [name for name in garen.SYSTEMS if name != 'BM25']
+    if listwise:
+        reranker = garen.analysis.ListwiseView(reranker)
+    names = systems or [name for name in garen.SYSTEMS if name != 'BM25']
     rows = []
     for budget in budgets:
         for name in names:
             counting = CountingReranker(reranker)
-            garen.build_systems(prepared, counting, navigator, budget=budget, systems=[name])[name](topics)
+            with contextlib.ExitStack() as stack:
+                scorer = counting
+                if cache_scores:
+                    from pyterrier_caching import Sqlite3ScorerCache
+                    scorer = stack.enter_context(Sqlite3ScorerCache(None, counting))
+                garen.build_systems(prepared, scorer, navigator, budget=budget, systems=[name],
+                                    head_rerank=head_rerank)[name](topics)
             qids = topics.qid.astype(str)
             calls = pd.Series([counting.calls[q] for q in qids])
             sent = pd.Series([counting.sent[q] for q in qids])
@@ -70,9 +93,24 @@ def main(argv=None):
     parser.add_argument('--collections', nargs='+', default=['cranfield', 'vaswani', 'scifact'])
     parser.add_argument('--budgets', nargs='+', type=int, default=[100, 200])
     parser.add_argument('--queries', type=int, default=None, help='the first N judged queries only (default: all)')
+    parser.add_argument('--systems', nargs='+', default=None, help='systems of compare (default: all but BM25)')
+    parser.add_argument('--listwise', action='store_true', help='MiniLM seen as a listwise reranker')
+    parser.add_argument('--head-rerank', type=int, default=0, help='one more call over every top N (default: none)')
+    parser.add_argument('--cache-scores', action='store_true',
+                        help="a scorer cache (pyterrier_caching) between each search and MiniLM")
+    parser.add_argument('--out', default=None, help='also write the table as CSV')
     args = parser.parse_args(argv)
+    if args.cache_scores and args.listwise:
+        parser.error('--cache-scores cannot go with --listwise: a listwise reranker\'s scores hold for one window only')
+    unknown = [s for s in args.systems or () if s not in garen.SYSTEMS or s == 'BM25']
+    if unknown:
+        parser.error(f'--systems: unknown or reranker-free system(s) {unknown}; choose from '
+                     f'{[s for s in garen.SYSTEMS if s != "BM25"]}')
     from _judged import measure_each
-    table = measure_each(args.collections, measure, args.budgets, args.queries)
+    table = measure_each(args.collections, measure, args.budgets, args.queries, args.systems, args.listwise,
+                         args.head_rerank, args.cache_scores)
+    if args.out:
+        table.to_csv(args.out, index=False)
     print('per query (mean): reranker calls holding the query, documents sent (counting repeats), distinct documents, '
           'and documents sent per distinct document\n')
     for column in ('calls', 'sent', 'distinct', 'sent_per_distinct'):

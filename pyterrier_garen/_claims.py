@@ -8,6 +8,8 @@ docs is one call away from the CSVs that ``examples/strength_sweep.py`` writes:
   :func:`monotonicity_summary` counts its rows per system and reranker.
 * :func:`baseline_margins`: is a system at least the best of its baselines, on the mean over collections?
   :func:`fusion_weight_margins` asks it with every system at its own best weight of the shared fusion stage.
+* :func:`cost_matched_margins`: is it at least each baseline when it may send the reranker no more documents than
+  that baseline sends (a budget counts distinct documents, not the documents sent)?
 * :func:`strength_response`: does a measure rise as the simulated reranker gets stronger?
 * :func:`load_per_query` and :func:`stratified_paired_test`: the per-query values ``strength_sweep.py`` writes beside
   each CSV, so that :func:`baseline_margins` can say whether a margin is more than the queries' noise (``p``).
@@ -31,6 +33,7 @@ from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
 __all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'fusion_weight_margins',
+           'cost_matched_margins', 'COST_COLUMNS', 'budget_values',
            'strength_response',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
            'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
@@ -257,6 +260,20 @@ def provenance_notes(provenance: pd.DataFrame) -> List[str]:
     return notes
 
 
+def _check_alpha(alpha: float) -> None:
+    check_number('alpha', alpha, low=0, high=1, low_open=True, high_open=True, note='the significance level, e.g. 0.05')
+
+
+def _paired_margin(deltas: Sequence[Sequence[float]], delta: float, alpha: float) -> Dict[str, object]:
+    """``low``, ``high``, ``p`` and ``verdict`` of a margin ``delta`` whose per-query differences (per collection) are
+    ``deltas``: the test and interval of :func:`stratified_paired_test` and :func:`stratified_paired_interval`, and
+    ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN)."""
+    p = stratified_paired_test(deltas)
+    low, high = stratified_paired_interval(deltas, 1 - alpha)
+    verdict = '-' if p != p else 'tie' if p >= alpha else 'ahead' if delta > 0 else 'behind'
+    return {'low': low, 'high': high, 'p': p, 'verdict': verdict}
+
+
 def _prepared(table: pd.DataFrame, keys: Sequence[str] = ()) -> pd.DataFrame:
     """Rows averaged over partition seeds, with the reranker label ``r`` and a noise seed that is never NaN
     (``keys``: further columns kept apart, e.g. ``qid``)."""
@@ -295,7 +312,7 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         smaller, averaged over partition seeds), and ``step_verdict``: ``'falls'`` or ``'rises'`` when ``p < alpha``,
         else ``'tie'`` (``'-'`` when the per-query rows lack either budget).
     """
-    check_number('alpha', alpha, low=0, high=1, low_open=True, high_open=True, note='the significance level, e.g. 0.05')
+    _check_alpha(alpha)
     frame = _prepared(table)
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
     frame = frame[frame.system.isin(list(systems)) & frame.r.isin(_rerankers(frame, rerankers))]
@@ -381,7 +398,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         ``'ahead'`` or ``'behind'`` when ``p < alpha``, else ``'tie'`` (``'-'`` when ``p`` is NaN: the per-query
         rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
-    check_number('alpha', alpha, low=0, high=1, low_open=True, high_open=True, note='the significance level, e.g. 0.05')
+    _check_alpha(alpha)
     frame = _prepared(table)
     raw = _prepared(table, ['partition_seed'])
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
@@ -415,11 +432,8 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
                     theirs = per.loc[collection].loc[baselines, measure].max()
                     row[f'delta:{collection}'] = float(per.loc[(collection, system), measure] - theirs)
                 if queries is not None:
-                    deltas = _paired_deltas(queries, budget, r, system, best, ours, measure, collections)
-                    p = stratified_paired_test(deltas)
-                    row['low'], row['high'] = stratified_paired_interval(deltas, 1 - alpha)
-                    row['p'] = p
-                    row['verdict'] = '-' if p != p else 'tie' if p >= alpha else 'ahead' if delta > 0 else 'behind'
+                    row.update(_paired_margin(_paired_deltas(queries, budget, r, system, best, ours, measure,
+                                                             collections), delta, alpha))
                 rows.append(row)
     columns = ['budget', 'reranker', 'measure', 'best', 'best_value', 'value', 'delta', 'holds', 'delta_min',
                'delta_max', *(f'delta:{c}' for c in collections),
@@ -534,6 +548,165 @@ def _paired_deltas(queries: pd.DataFrame, budget: int, r: str, system: str, best
     diff = (wide[system] - wide[best]).dropna().groupby(level=['collection', 'qid']).mean()
     present = set(diff.index.get_level_values(0))  # a collection without per-query rows: no test (NaN)
     return [diff.loc[c].to_numpy() if c in present else np.empty(0) for c in collections]
+
+
+def budget_values(table: pd.DataFrame, systems: Sequence[str], measure: str = 'nDCG@10', *,
+                  rerankers: Optional[Sequence[str]] = None) -> pd.DataFrame:
+    """Each system's ``measure`` at every budget of the table, per reranker: the mean over collections of the mean
+    over noise seeds of the mean over partition seeds (as :func:`baseline_margins` averages). Returns ``reranker,
+    system`` and one column per budget (NaN where a system lacks that budget in some collection), rerankers in
+    :func:`baseline_margins`' order and systems in the order given; a system absent from the table has no row."""
+    frame = _prepared(table)
+    collections = frame.collection.nunique()
+    frame = frame[frame.system.isin(list(systems))]
+    budgets = sorted(frame.budget.unique())
+    per = frame.groupby(['r', 'system', 'budget', 'collection'])[measure].mean()
+    counts = per.groupby(level=['r', 'system', 'budget']).size()
+    means = per.groupby(level=['r', 'system', 'budget']).mean().where(counts == collections)
+    rows = []
+    for r in _rerankers(frame, rerankers):
+        for system in systems:
+            if (r, system) not in means.index.droplevel('budget'):
+                continue
+            rows.append({'reranker': r, 'system': system,
+                         **{int(b): float(means.get((r, system, b), np.nan)) for b in budgets}})
+    return pd.DataFrame(rows, columns=['reranker', 'system', *map(int, budgets)])
+
+
+COST_COLUMNS = ['collection', 'system', 'budget', 'sent']
+
+
+def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int], float]:
+    """``{(collection, system, budget): documents sent per query}`` of a cost table, checked."""
+    missing = [c for c in COST_COLUMNS if c not in getattr(costs, 'columns', ())]
+    if missing:
+        raise ValueError(f'the cost table has no column {", ".join(missing)}; write it with bench/reranker_load.py '
+                         '--out (collection, budget, system, sent, ...)')
+    sent = pd.to_numeric(costs['sent'], errors='coerce')
+    if sent.isna().any() or (sent < 0).any():
+        at = costs[sent.isna() | (sent < 0)].iloc[0]
+        raise ValueError(f'the cost table\'s sent must be a number of documents >= 0; got {at["sent"]} for '
+                         f'{at["system"]} at budget {at["budget"]} on {at["collection"]}')
+    lookup = {}
+    for (collection, system, budget), value in zip(costs[['collection', 'system', 'budget']].itertuples(index=False,
+                                                                                                         name=None),
+                                                   sent):
+        key = (str(collection), str(system), int(budget))
+        if key in lookup and not np.isclose(lookup[key], value, rtol=0, atol=1e-9):
+            raise ValueError(f'the cost table gives {system} at budget {budget} on {collection} two costs '
+                             f'({lookup[key]:.10g} and {value:.10g}); keep one measurement per system and budget')
+        lookup[key] = float(value)
+    return lookup
+
+
+def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str = 'GAREN+',
+                         baselines: Sequence[str] = ('GAR', 'SlideGAR', 'RGS'), *,
+                         budgets: Optional[Sequence[int]] = None, rerankers: Optional[Sequence[str]] = None,
+                         measures: Sequence[str] = _MEASURES, perquery: Optional[pd.DataFrame] = None,
+                         alpha: float = ALPHA, slack: float = 0.0) -> pd.DataFrame:
+    """``system`` against each baseline at no more reranker work: the budgets of a sweep count distinct documents,
+    but a search that shows the reranker the same document again (RGS re-ranks its queue after every expansion)
+    pays for each showing, and with an LLM each showing is prompt text.
+
+    For every baseline row (budget ``B``, reranker, measure) and in each collection, the system is taken at its
+    largest budget of the table whose documents sent per query (``costs``) are at most the baseline's at ``B``
+    times ``1 + slack``. A cell is left out when some collection has no such budget (the system's smallest budget
+    already costs more), or lacks the baseline or the system.
+
+    Args:
+        table: sweep rows with ``collection`` (:func:`load_sweeps`).
+        costs: documents sent per query: ``collection, system, budget, sent`` (``bench/reranker_load.py --out``;
+            other columns are ignored). Every (collection, system, budget) of the compared rows needs its cost.
+        budgets: the baseline budgets to compare at (default: every budget of the table).
+        slack: how much more the system may send, as a share of the baseline's cost (default 0: at most as much).
+
+    Returns:
+        ``baseline, budget`` (the baseline's), ``system_budget`` (the system's matched budget, an integer when the
+        same in every collection, else ``'collection:budget ...'``), ``baseline_sent`` / ``system_sent`` (documents
+        sent per query, mean over collections), ``baseline_value``, ``value``, ``delta``, ``holds`` (as in
+        :func:`baseline_margins`: each a mean over collections of the mean over the system's noise seeds, the
+        baseline paired to them) and per collection ``delta:<collection>``. With ``perquery``, also ``low``,
+        ``high``, ``p`` and ``verdict``, as :func:`baseline_margins` gives them (per query, the system at its
+        matched budget minus the baseline at ``B``).
+
+    Raises:
+        ValueError: a cost table without those columns, with a negative or non-numeric cost or two costs of one
+            row, or without the cost of a compared row (naming it).
+    """
+    _check_alpha(alpha)
+    check_number('slack', slack, low=0, note='the share of the baseline\'s cost the system may send beyond it')
+    sent = _cost_lookup(costs)
+    frame = _prepared(table)
+    queries = _prepared(perquery, ['qid']) if perquery is not None else None
+    collections = list(dict.fromkeys(frame.collection))
+    frame = frame[frame.system.isin([system, *baselines])]
+
+    def cost(collection, name, budget):
+        key = (str(collection), name, int(budget))
+        if key not in sent:
+            raise ValueError(f'the cost table has no row for {name} at budget {int(budget)} on {collection}; measure '
+                             'it with bench/reranker_load.py --out (the same collections, systems and budgets)')
+        return sent[key]
+    rows = []
+    for baseline in baselines:
+        theirs = frame[frame.system == baseline]
+        for budget in sorted(theirs.budget.unique()) if budgets is None else [int(b) for b in budgets]:
+            for r in _rerankers(frame, rerankers):
+                matched, theirs_sent, ours_sent, per = {}, [], [], {}
+                for collection in collections:
+                    here = frame[(frame.collection == collection) & (frame.r == r)]
+                    base = here[(here.system == baseline) & (here.budget == budget)]
+                    ours = here[here.system == system]
+                    if base.empty or ours.empty:
+                        break
+                    limit = cost(collection, baseline, budget) * (1 + slack) + TOLERANCE
+                    fits = [b for b in sorted(ours.budget.unique()) if cost(collection, system, b) <= limit]
+                    if not fits:
+                        break
+                    matched[collection] = int(fits[-1])
+                    mine_rows = ours[ours.budget == fits[-1]]
+                    base = base[base.seed.isin(mine_rows.seed)]  # the baseline paired to the system's seeds
+                    if base.empty:
+                        break
+                    theirs_sent.append(cost(collection, baseline, budget))
+                    ours_sent.append(cost(collection, system, fits[-1]))
+                    per[collection] = (mine_rows, base)
+                if len(per) < len(collections):
+                    continue
+                same = len(set(matched.values())) == 1
+                label = next(iter(matched.values())) if same else ' '.join(f'{c}:{b}' for c, b in matched.items())
+                for measure in measures:
+                    deltas = {c: float(m[measure].mean() - b[measure].mean()) for c, (m, b) in per.items()}
+                    value = float(np.mean([m[measure].mean() for m, _ in per.values()]))
+                    base_value = float(np.mean([b[measure].mean() for _, b in per.values()]))
+                    row = {'baseline': baseline, 'budget': int(budget), 'reranker': r, 'measure': measure,
+                           'system_budget': label, 'baseline_sent': float(np.mean(theirs_sent)),
+                           'system_sent': float(np.mean(ours_sent)), 'baseline_value': base_value, 'value': value,
+                           'delta': value - base_value, 'holds': value - base_value >= -TOLERANCE,
+                           **{f'delta:{c}': deltas[c] for c in collections}}
+                    if queries is not None:
+                        row.update(_paired_margin(_matched_deltas(queries, r, system, baseline, budget, matched, per,
+                                                                  measure, collections), row['delta'], alpha))
+                    rows.append(row)
+    columns = ['baseline', 'budget', 'reranker', 'measure', 'system_budget', 'baseline_sent', 'system_sent',
+               'baseline_value', 'value', 'delta', 'holds', *(f'delta:{c}' for c in collections),
+               *(['low', 'high', 'p', 'verdict'] if queries is not None else [])]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _matched_deltas(queries: pd.DataFrame, r: str, system: str, baseline: str, budget: int, matched: Dict[str, int],
+                    per: Dict[str, tuple], measure: str, collections: Sequence[str]) -> List[np.ndarray]:
+    """Per collection, the per-query ``system`` (at its matched budget) minus ``baseline`` (at ``budget``), each
+    query's difference averaged over the system's noise seeds."""
+    out = []
+    for collection in collections:
+        seeds = set(per[collection][0].seed)
+        here = queries[(queries.collection == collection) & (queries.r == r) & queries.seed.isin(seeds)]
+        ours = here[(here.system == system) & (here.budget == matched[collection])].set_index(['seed', 'qid'])[measure]
+        theirs = here[(here.system == baseline) & (here.budget == budget)].set_index(['seed', 'qid'])[measure]
+        diff = (ours - theirs).dropna()
+        out.append(diff.groupby(level='qid').mean().to_numpy() if len(diff) else np.empty(0))
+    return out
 
 
 def strength_response(table: pd.DataFrame, system: str = 'GAREN+', *, budget: int = 100, weak: float = 2.0,

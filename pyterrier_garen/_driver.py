@@ -176,6 +176,8 @@ def rerank_handler(reranker: pt.Transformer) -> Callable[[list], List[Ranked]]:
     order (``score = len(window) - position``, ``rank = position``); it fetches any text itself. Each answer is a
     :class:`Ranked` window that keeps the scores (``-inf`` where the reranker gave none).
     """
+    check_cached_scores(reranker)
+
     def handle(requests):
         requests = [(qid, query, {'docno': list(docs), 'score': np.arange(len(docs), 0, -1, dtype=float),
                                   'rank': np.arange(len(docs))}) for qid, query, docs in requests]
@@ -257,7 +259,25 @@ def is_listwise(reranker: Any) -> bool:
     for stage in reversed(pipeline_stages(reranker)):  # pt.Compose flattens nested pipelines
         if hasattr(stage, 'listwise'):
             return bool(stage.listwise)
+        if _score_cache(stage):  # a cache answers with its scorer's scores
+            return is_listwise(stage.scorer)
     return False
+
+
+def _score_cache(stage: Any) -> bool:
+    """Whether ``stage`` is one of pyterrier_caching's scorer caches (which keep the model they wrap in ``scorer``)."""
+    return type(stage).__module__.startswith('pyterrier_caching') and getattr(stage, 'scorer', None) is not None
+
+
+def check_cached_scores(reranker: Any) -> None:
+    """Refuse a scorer cache around a listwise reranker: its scores order one window only, and a cache would hand
+    a document's place in one window to every later window that holds it."""
+    for stage in pipeline_stages(reranker):
+        if _score_cache(stage) and is_listwise(stage.scorer):
+            raise ValueError(f'{stage!r} caches the scores of {stage.scorer!r}, a listwise reranker (listwise = '
+                             'True): its scores order the documents of one window only, so a cached score would '
+                             'place a document in windows it was never compared in. Cache pointwise rerankers only '
+                             '(cross-encoders, yes/no and vector scorers), or pass the listwise reranker itself')
 
 
 def warn_listwise_scores(reranker: Any, *, context: str, use: str, fix: str, stacklevel: int = 3) -> None:

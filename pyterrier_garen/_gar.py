@@ -83,8 +83,13 @@ class _UsableScores(pt.Transformer):
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         # GAR asks for at least one document per call (GAR.transform returns early for an empty input)
         inp = inp.reset_index(drop=True)
-        columns = [c for c in inp.columns if c not in ('qid', 'query')]
         groups = list(inp.groupby('qid', sort=False).indices.items())
+        if 'rank' not in inp.columns:  # the batch order as a rank, as every search of this package sends it (so a
+            rank = np.empty(len(inp), dtype=np.int64)  # wrapper that checks its scorer's columns, such as
+            for _, rows in groups:  # pyterrier_caching's scorer caches, takes GAR's calls too)
+                rank[rows] = np.arange(len(rows))
+            inp = inp.assign(rank=rank)
+        columns = [c for c in inp.columns if c not in ('qid', 'query')]
         requests = [(qid, inp['query'].iat[rows[0]], {c: inp[c].to_numpy()[rows] for c in columns})
                     for qid, rows in groups]
         scores = _call(self.scorer, requests, 'reranker')

@@ -14,7 +14,8 @@
 * issue 16's claims over sweep CSVs (:func:`load_sweeps`, :func:`budget_monotonicity`, :func:`monotonicity_summary`,
   :func:`baseline_margins`,
   :func:`strength_response`, :func:`claims_report`, :func:`sweep_provenance`; command line:
-  ``examples/sweep_verdict.py``).
+  ``examples/sweep_verdict.py``), and each margin at no more reranker work (:func:`cost_matched_margins`; command
+  line: ``examples/cost_matched.py``).
 
 matplotlib is imported inside the plotting functions only.
 """
@@ -28,7 +29,8 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._claims import (ALPHA, baseline_margins, budget_monotonicity, claims_report, fusion_weight_margins,
+from ._claims import (ALPHA, baseline_margins, budget_monotonicity, budget_values, claims_report, cost_matched_margins,
+                      fusion_weight_margins,
                       load_per_query, load_sweeps, monotonicity_summary, parse_sweep_files, per_query_path,
                       provenance_notes,
                       strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
@@ -48,7 +50,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'check_sweep_arguments', 'check_variants', 'parse_variants', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
-           'fusion_weight_margins', 'strength_response',
+           'fusion_weight_margins', 'cost_matched_margins', 'budget_values', 'strength_response',
            'load_per_query', 'per_query_path', 'parse_sweep_files', 'stratified_paired_test',
            'stratified_paired_interval', 'ALPHA',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']

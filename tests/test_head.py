@@ -246,3 +246,28 @@ def test_inside_garen_a_listwise_call_then_propagation_worked_by_hand(final_orde
     plain = Scripted([['b', 'a', 'd', 'c']])
     assert garen(plain)(first).docno.tolist() == without_call
     assert plain.asked == [list('abcd')]
+
+
+@pytest.mark.parametrize('stage', ['head', 'fusion'])
+def test_how_both_shared_stages_read_their_input_order(stage):
+    """rank wins over score when they disagree; queries keep their order of first appearance (not sorted); rows of
+    equal score keep their input order however many (pandas' default sort is not stable beyond 16 rows); a frame
+    with rank and no score is read."""
+    def make(first):
+        return HeadReranker(DictScorer({}), depth=2) if stage == 'head' else FirstStageFusion(first, weight=0.)
+    # rank 0 1 2 gives a b c; score, rising with the rank, would give c b a
+    frame = pd.DataFrame({'qid': 'q1', 'query': 'text of q1', 'docno': ['a', 'b', 'c'], 'rank': [0, 1, 2],
+                          'score': [1., 2., 3.]})
+    # the head (a b) ties at the stub's score 0 and keeps its order
+    assert make(frame)(frame).docno.tolist() == ['a', 'b', 'c']
+    assert make(frame)(frame.drop(columns='score')).docno.tolist() == ['a', 'b', 'c']
+    assert make(frame)(frame.drop(columns='rank')).docno.tolist() == ['c', 'b', 'a']
+    # q2 comes first in the input and stays first
+    two = pd.concat([RUN[RUN.qid == 'q2'], RUN[RUN.qid == 'q1']], ignore_index=True)
+    assert make(two)(two).qid.tolist() == ['q2'] * 2 + ['q1'] * 5
+    # 40 rows on three scores (2 1 0 2 1 0 ...): each score's rows in input order, a stable sort
+    docs = [f'd{i:02d}' for i in range(40)]
+    flat = pd.DataFrame({'qid': 'q1', 'query': 'text of q1', 'docno': docs, 'score': [float(2 - i % 3)
+                                                                                      for i in range(40)]})
+    expected = docs[0::3] + docs[1::3] + docs[2::3]
+    assert make(flat)(flat).docno.tolist() == expected
