@@ -266,6 +266,10 @@ def exclusive(path: Union[str, Path]) -> Iterator[None]:
             path.parent.mkdir(parents=True, exist_ok=True)
             stack.enter_context(_lock(path, wait=True))
         except OSError as ex:
+            if ex.errno == errno.ELOOP:
+                raise ArtifactKindError(f'{path.parent / ("." + path.name + ".lock")} is a symbolic link where the '
+                                        f'build lock of {path} goes; a lock file is never opened through a link: '
+                                        'remove the link and rerun') from None
             if ex.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
                 raise resource_error(ex, path, 'build') from None
             # a folder this user cannot write to: nothing can be built there, and what is built is read unlocked
