@@ -26,7 +26,8 @@ import pandas as pd
 from pyterrier_garen import analysis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
-from sweep_verdict import add_paired_arguments, markdown, parse_checked, parse_files, signed  # noqa: E402
+from sweep_verdict import (add_paired_arguments, load_inputs, markdown, parse_checked,  # noqa: E402
+                           parse_files, print_provenance, signed)
 
 
 def main(argv=None):
@@ -45,15 +46,9 @@ def main(argv=None):
     add_paired_arguments(parser, "each margin's p-value and verdict, from the per-query files beside the CSVs")
     args = parse_checked(parser, argv)
     files = parse_files(args.files)
+    table, provenance, perquery = load_inputs(files, args.paired, args.system)
     try:
-        table = analysis.load_sweeps(files)
-        provenance = analysis.sweep_provenance(files)
-        perquery = analysis.load_per_query(files) if args.paired else None
         costs = pd.read_csv(args.costs)
-        present = set(table.system)
-        if args.system not in present:
-            raise ValueError(f'no rows of {args.system} in the CSVs (systems there: {", ".join(sorted(present))}); '
-                             'pass --system')
         margins = analysis.cost_matched_margins(table, costs, args.system, args.baselines, budgets=args.budgets,
                                                 rerankers=args.rerankers, perquery=perquery, alpha=args.alpha,
                                                 slack=args.slack)
@@ -74,11 +69,7 @@ def main(argv=None):
         print(f'{measure}\n')
         print(markdown(values))
         print()
-    print('**Where the CSVs came from**\n')
-    print(markdown(provenance[['collection', 'file', 'status', 'code', 'date', 'queries']]))
-    print()
-    for note in analysis.provenance_notes(provenance):
-        print(f'- {note}')
+    print_provenance(provenance)
     if args.csv:
         margins.to_csv(args.csv, index=False)
         print(f'\nwrote {args.csv}')

@@ -26,7 +26,8 @@ import pandas as pd
 from pyterrier_garen import analysis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
-from sweep_verdict import add_paired_arguments, markdown, parse_checked, parse_files, signed  # noqa: E402
+from sweep_verdict import (add_paired_arguments, markdown, parse_checked, parse_files,  # noqa: E402
+                           print_provenance, signed)
 
 
 def parse_weighted(items):
@@ -88,12 +89,9 @@ def main(argv=None):
     print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold' +
           ('' if perqueries is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
                                                          ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}'))
-    print('\n**Where the CSVs came from**\n')
-    shown = provenance.assign(weight=provenance.weight.map(lambda w: f'{w:g}'))
-    print(markdown(shown[['weight', 'collection', 'file', 'status', 'code', 'date', 'queries']]))
     print()
-    for note in analysis.provenance_notes(provenance):
-        print(f'- {note}')
+    print_provenance(provenance.assign(weight=provenance.weight.map(lambda w: f'{w:g}')),
+                     ('weight', 'collection', 'file', 'status', 'code', 'date', 'queries'))
 
 
 if __name__ == '__main__':

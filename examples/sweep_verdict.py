@@ -76,6 +76,31 @@ def add_paired_arguments(parser, paired_help):
                         help='significance level of the --paired verdict (default: %(default)s)')
 
 
+def load_inputs(files, paired, system):
+    """``(table, provenance, per-query values or None)`` of the CSVs; an unreadable file, or a table without rows
+    of ``system``, exits with its message."""
+    try:
+        table = analysis.load_sweeps(files)
+        provenance = analysis.sweep_provenance(files)
+        perquery = analysis.load_per_query(files) if paired else None
+    except (OSError, ValueError) as ex:
+        raise SystemExit(f'error: {ex}') from ex
+    present = set(table.system)
+    if system not in present:
+        raise SystemExit(f'error: no rows of {system} in the CSVs (systems there: {", ".join(sorted(present))}); '
+                         'pass --system')
+    return table, provenance, perquery
+
+
+def print_provenance(provenance, columns=('collection', 'file', 'status', 'code', 'date', 'queries')):
+    """Where the CSVs came from: their records as a table (``columns``), then the notes a reader must know."""
+    print('**Where the CSVs came from**\n')
+    print(markdown(provenance[list(columns)]))
+    print()
+    for note in analysis.provenance_notes(provenance):
+        print(f'- {note}')
+
+
 def parse_checked(parser, argv):
     """``parser.parse_args(argv)``, refusing an ``--alpha`` outside (0, 1) with the fix."""
     args = parser.parse_args(argv)
@@ -107,17 +132,8 @@ def main(argv=None):
                                  "the CSVs")
     args = parse_checked(parser, argv)
     files = parse_files(args.files)
-    try:
-        table = analysis.load_sweeps(files)
-        provenance = analysis.sweep_provenance(files)
-        perquery = analysis.load_per_query(files) if args.paired else None
-    except (OSError, ValueError) as ex:
-        raise SystemExit(f'error: {ex}') from ex
-    present = set(table.system)
-    if args.system not in present:
-        raise SystemExit(f'error: no rows of {args.system} in the CSVs (systems there: {", ".join(sorted(present))}); '
-                         'pass --system')
-    absent = [s for s in args.baselines if s not in present]
+    table, provenance, perquery = load_inputs(files, args.paired, args.system)
+    absent = [s for s in args.baselines if s not in set(table.system)]
     report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
                                     monotone_measure=args.monotone_measure,
                                     margin_budgets=args.margin_budgets, rerankers=args.rerankers,
@@ -157,11 +173,8 @@ def main(argv=None):
     print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
     print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
 
-    print('\n**Where the CSVs came from**\n')
-    print(markdown(provenance[['collection', 'file', 'status', 'code', 'date', 'queries']]))
     print()
-    for note in analysis.provenance_notes(provenance):
-        print(f'- {note}')
+    print_provenance(provenance)
 
     if args.csv_dir:
         os.makedirs(args.csv_dir, exist_ok=True)

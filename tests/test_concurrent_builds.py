@@ -60,10 +60,20 @@ class Gate:
 
     def __init__(self):
         self.reached, self.open = threading.Event(), threading.Event()
+        self.calls = 0
 
     def stop(self):
         self.reached.set()
         assert self.open.wait(60), 'the gate was never opened'
+
+    def wrap(self, original):
+        """``original``, its calls counted in ``calls``, stopping at this gate on the first."""
+        def gated(*args, **kwargs):
+            self.calls += 1
+            if self.calls == 1:
+                self.stop()
+            return original(*args, **kwargs)
+        return gated
 
 
 def race(first, second, gate):
@@ -133,15 +143,8 @@ def vectors(collection, tmp_path_factory):
 def test_a_second_dense_graph_waits_instead_of_removing_the_one_being_written(vectors, monkeypatch):
     """pyterrier_dr writes the graph inside the vectors' folder, in place: a second run used to take it for an
     interrupted build and remove it under the first."""
-    gate, built = Gate(), []
-    original = pyterrier_dr.FlexIndex.corpus_graph
-
-    def corpus_graph(self, k, **kwargs):
-        if not built:
-            built.append(k)
-            gate.stop()
-        return original(self, k, **kwargs)
-    monkeypatch.setattr(pyterrier_dr.FlexIndex, 'corpus_graph', corpus_graph)
+    gate = Gate()
+    monkeypatch.setattr(pyterrier_dr.FlexIndex, 'corpus_graph', gate.wrap(pyterrier_dr.FlexIndex.corpus_graph))
     flex = Path(vectors.index_path)
     a, b, waits = race(lambda: dense_corpus_graph(vectors, k=4),
                        lambda: dense_corpus_graph(pyterrier_dr.FlexIndex(str(flex)), k=4), gate)
@@ -161,19 +164,12 @@ def test_a_second_dense_graph_waits_instead_of_removing_the_one_being_written(ve
 
 def test_a_second_bm25_graph_waits_and_reuses_the_index_and_the_graph(collection, tmp_path, monkeypatch):
     from pyterrier_adaptive import CorpusGraph
-    gate, calls = Gate(), []
-    original = CorpusGraph.from_retriever
-
-    def from_retriever(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            gate.stop()
-        return original(*args, **kwargs)
-    monkeypatch.setattr(CorpusGraph, 'from_retriever', staticmethod(from_retriever))
+    gate = Gate()
+    monkeypatch.setattr(CorpusGraph, 'from_retriever', staticmethod(gate.wrap(CorpusGraph.from_retriever)))
     path = tmp_path / 'bm25.k4.graph'
     a, b, waits = race(lambda: bm25_corpus_graph(collection, path, k=4),
                        lambda: bm25_corpus_graph(collection, path, k=4), gate)
-    assert len(calls) == 1
+    assert gate.calls == 1
     assert waits == [_message(path)]
     np.testing.assert_array_equal(np.asarray(a.edges_data), np.asarray(b.edges_data))
     assert sorted(p.name for p in tmp_path.iterdir()) == ['bm25.k4.graph', 'bm25.k4.graph.pisa']
@@ -186,30 +182,24 @@ def knn(vectors):
 
 def test_a_second_partition_waits_then_reuses_it_or_says_what_differs(knn, tmp_path, monkeypatch):
     import pyterrier_garen._partition as partition
-    gate, calls = Gate(), []
     original = partition.leiden_partition
-
-    def leiden(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            gate.stop()
-        return original(*args, **kwargs)
-    monkeypatch.setattr(partition, 'leiden_partition', leiden)
+    gate = Gate()
+    monkeypatch.setattr(partition, 'leiden_partition', gate.wrap(original))
     path = tmp_path / 'g.groups'
     a, b, waits = race(lambda: GroupCorpusGraph.from_corpus_graph(knn, path, max_group_size=8),
                        lambda: GroupCorpusGraph.from_corpus_graph(knn, path, max_group_size=8), gate)
-    assert len(calls) == 1
+    assert gate.calls == 1
     assert waits == [_message(path)]
     assert a.group_ids.tolist() == b.group_ids.tolist()
     gate = Gate()
-    calls.clear()
+    monkeypatch.setattr(partition, 'leiden_partition', gate.wrap(original))
     path = tmp_path / 'h.groups'
     with pytest.raises(AssertionError) as failed:  # the second asks for other groups: it waits, then is told why not
         race(lambda: GroupCorpusGraph.from_corpus_graph(knn, path, max_group_size=8),
              lambda: GroupCorpusGraph.from_corpus_graph(knn, path, max_group_size=6), gate)
     assert "already holds a GroupCorpusGraph built differently (stored, requested): {'max_group_size': (8, 6)}" \
         in str(failed.value)
-    assert len(calls) == 1
+    assert gate.calls == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ['g.groups', 'h.groups']
 
 
@@ -245,19 +235,12 @@ def test_a_second_summary_run_waits_and_keeps_the_first_runs_summaries(collectio
 def test_a_second_approximate_graph_waits_and_reuses_it(vectors, monkeypatch):
     pytest.importorskip('faiss', reason='the ann extra (faiss) is not installed')
     import pyterrier_garen._ann as ann
-    gate, calls = Gate(), []
-    original = ann.rescore_candidates
-
-    def rescore(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            gate.stop()
-        return original(*args, **kwargs)
-    monkeypatch.setattr(ann, 'rescore_candidates', rescore)
+    gate = Gate()
+    monkeypatch.setattr(ann, 'rescore_candidates', gate.wrap(ann.rescore_candidates))
     a, b, waits = race(lambda: ann.hnsw_corpus_graph(vectors, k=4, neighbours=8),
                        lambda: ann.hnsw_corpus_graph(vectors, k=4, neighbours=8), gate)
     path = Path(vectors.index_path) / 'hnsw_n-8_ef-40_search64.k4.rescored.graph'
-    assert len(calls) == 1
+    assert gate.calls == 1
     assert waits == [_message(path)]
     np.testing.assert_array_equal(np.asarray(a.edges_data), np.asarray(b.edges_data))
 
