@@ -16,14 +16,15 @@ the reranker calls that held the query (one window each), the documents sent cou
 and the documents sent per distinct document. Artifacts are built once in the collection's workdir under
 $GAREN_CACHE (the one `prepare` uses) and reused.
 
+--sigma S (with --noise-seed N) measures the sweep's simulated reranker at that noise instead of MiniLM.
 --cache-scores puts pyterrier_caching's scorer cache (Sqlite3ScorerCache, a fresh one per system and budget)
-between each search and MiniLM, so a document is scored once per query however often a search shows it: the
-rankings are the same (MiniLM is pointwise) and the reranker work is the distinct documents. It cannot go with
---listwise (a listwise reranker's scores hold for one window only). --listwise wraps MiniLM as strength_sweep.py
---listwise does (its scores seen as one window's order only), so the
-searches take their listwise paths; --head-rerank N gives every system the one more call over its top N, as
-strength_sweep.py --head-rerank N does; --out also writes the table as CSV (collection, budget, system, calls, sent,
-distinct, sent_per_distinct, queries).
+between each search and the reranker, so a document is scored once per query however often a search shows it: the
+rankings are the same (the reranker is pointwise) and the reranker work is the distinct documents. It cannot go
+with --listwise (a listwise reranker's scores hold for one window only). --listwise wraps the reranker as
+strength_sweep.py --listwise does (its scores seen as one window's order only), so the searches take their listwise
+paths; --head-rerank N gives every system the one more call over its top N, as strength_sweep.py --head-rerank N
+does; --out also writes the table as CSV (collection, budget, system, reranker, calls, sent, distinct,
+sent_per_distinct, queries).
 """
 import argparse
 import contextlib
@@ -58,12 +59,14 @@ class CountingReranker(pt.Transformer):
 
 
 def measure(collection: str, budgets, num_queries=None, systems=None, listwise=False, head_rerank=0,
-            cache_scores=False) -> pd.DataFrame:
+            cache_scores=False, sigma=None, noise_seed=0) -> pd.DataFrame:
     from _judged import judged_collection
-    _, prepared, _, topics, _ = judged_collection(collection)
+    _, prepared, qrels, topics, _ = judged_collection(collection)
     if num_queries:
         topics = topics.head(num_queries)
     reranker, navigator = garen.cpu_components(prepared)
+    if sigma is not None:  # the sweep's simulated reranker at that noise
+        reranker = garen.analysis.SimulatedReranker(qrels, noise=sigma, seed=noise_seed)
     if listwise:
         reranker = garen.analysis.ListwiseView(reranker)
     names = systems or [name for name in garen.SYSTEMS if name != 'BM25']
@@ -82,7 +85,8 @@ def measure(collection: str, budgets, num_queries=None, systems=None, listwise=F
             calls = pd.Series([counting.calls[q] for q in qids])
             sent = pd.Series([counting.sent[q] for q in qids])
             distinct = pd.Series([len(counting.distinct[q]) for q in qids])
-            rows.append({'collection': collection, 'budget': budget, 'system': name, 'calls': calls.mean(),
+            rows.append({'collection': collection, 'budget': budget, 'system': name,
+                         'reranker': 'MiniLM' if sigma is None else f'sigma={sigma:g}', 'calls': calls.mean(),
                          'sent': sent.mean(), 'distinct': distinct.mean(), 'sent_per_distinct': sent.sum() /
                          max(distinct.sum(), 1), 'queries': len(qids)})
     return pd.DataFrame(rows)
@@ -96,6 +100,9 @@ def main(argv=None):
     parser.add_argument('--systems', nargs='+', default=None, help='systems of compare (default: all but BM25)')
     parser.add_argument('--listwise', action='store_true', help='MiniLM seen as a listwise reranker')
     parser.add_argument('--head-rerank', type=int, default=0, help='one more call over every top N (default: none)')
+    parser.add_argument('--sigma', type=float, default=None,
+                        help='the simulated reranker at this noise instead of MiniLM (as strength_sweep.py --sigmas)')
+    parser.add_argument('--noise-seed', type=int, default=0, help='its noise seed (default 0)')
     parser.add_argument('--cache-scores', action='store_true',
                         help="a scorer cache (pyterrier_caching) between each search and MiniLM")
     parser.add_argument('--out', default=None, help='also write the table as CSV')
@@ -108,7 +115,7 @@ def main(argv=None):
                      f'{[s for s in garen.SYSTEMS if s != "BM25"]}')
     from _judged import measure_each
     table = measure_each(args.collections, measure, args.budgets, args.queries, args.systems, args.listwise,
-                         args.head_rerank, args.cache_scores)
+                         args.head_rerank, args.cache_scores, args.sigma, args.noise_seed)
     if args.out:
         table.to_csv(args.out, index=False)
     print('per query (mean): reranker calls holding the query, documents sent (counting repeats), distinct documents, '

@@ -11,11 +11,12 @@ its largest budget of the CSVs whose documents sent per query (--costs, written 
 are at most the baseline's (times 1 + --slack), and compares the two on the mean over the collections
 (analysis.cost_matched_margins). A cell is left out when the system's smallest budget already costs more than the
 baseline in some collection. With --paired, also each margin's p-value, interval and verdict, as sweep_verdict.py
---paired gives them. The costs are measured once per system and budget (with MiniLM, on one partition): the
-searches' counts barely depend on the reranker, but measure them with the same --listwise and --head-rerank as the
-sweep. Then each system's value at every budget (analysis.budget_values): where a reranker's top 10 falls as every
-system's budget grows, the system's larger matched budget costs it top-10 quality. Last comes where the CSVs came
-from. Reads only the CSVs: nothing is run.
+--paired gives them. Measure the costs with the sweep's --listwise and --head-rerank. GAR's and GAREN's counts
+are set by the budget; SlideGAR's and most of all RGS's depend on the reranker, so a cost table may give a row per
+reranker (bench/reranker_load.py --sigma S writes 'sigma=S' in its reranker column, MiniLM 'MiniLM'); a row without
+a reranker holds for every reranker without one of its own. Then each system's value at every budget
+(analysis.budget_values): where a reranker's top 10 falls as every system's budget grows, the system's larger
+matched budget costs it top-10 quality. Last comes where the CSVs came from. Reads only the CSVs: nothing is run.
 """
 import argparse
 import os
@@ -33,7 +34,8 @@ from sweep_verdict import (add_paired_arguments, load_inputs, markdown, parse_ch
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('files', nargs='+', metavar='COLLECTION=PATH[,PATH...]')
-    parser.add_argument('--costs', required=True, help='documents sent per query (bench/reranker_load.py --out)')
+    parser.add_argument('--costs', required=True, nargs='+',
+                        help='documents sent per query (bench/reranker_load.py --out); several files are joined')
     parser.add_argument('--system', default='GAREN+', help='the system given at most each baseline\'s cost')
     parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
     parser.add_argument('--budgets', type=int, nargs='+', default=None,
@@ -48,7 +50,7 @@ def main(argv=None):
     files = parse_files(args.files)
     table, provenance, perquery = load_inputs(files, args.paired, args.system)
     try:
-        costs = pd.read_csv(args.costs)
+        costs = pd.concat([pd.read_csv(path) for path in args.costs], ignore_index=True)
         margins = analysis.cost_matched_margins(table, costs, args.system, args.baselines, budgets=args.budgets,
                                                 rerankers=args.rerankers, perquery=perquery, alpha=args.alpha,
                                                 slack=args.slack)

@@ -576,8 +576,9 @@ def budget_values(table: pd.DataFrame, systems: Sequence[str], measure: str = 'n
 COST_COLUMNS = ['collection', 'system', 'budget', 'sent']
 
 
-def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int], float]:
-    """``{(collection, system, budget): documents sent per query}`` of a cost table, checked."""
+def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int, Optional[str]], float]:
+    """``{(collection, system, budget, reranker): documents sent per query}`` of a cost table, checked; the reranker
+    is ``None`` for a row that holds for every reranker (no ``reranker`` column, or an empty cell in it)."""
     missing = [c for c in COST_COLUMNS if c not in getattr(costs, 'columns', ())]
     if missing:
         raise ValueError(f'the cost table has no column {", ".join(missing)}; write it with bench/reranker_load.py '
@@ -587,13 +588,14 @@ def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int], float]:
         at = costs[sent.isna() | (sent < 0)].iloc[0]
         raise ValueError(f'the cost table\'s sent must be a number of documents >= 0; got {at["sent"]} for '
                          f'{at["system"]} at budget {at["budget"]} on {at["collection"]}')
+    rerankers = costs['reranker'] if 'reranker' in costs.columns else pd.Series(None, index=costs.index, dtype=object)
     lookup = {}
-    for (collection, system, budget), value in zip(costs[['collection', 'system', 'budget']].itertuples(index=False,
-                                                                                                         name=None),
-                                                   sent):
-        key = (str(collection), str(system), int(budget))
+    for collection, system, budget, reranker, value in zip(costs['collection'], costs['system'], costs['budget'],
+                                                           rerankers, sent):
+        key = (str(collection), str(system), int(budget), None if pd.isna(reranker) else str(reranker))
         if key in lookup and not np.isclose(lookup[key], value, rtol=0, atol=1e-9):
-            raise ValueError(f'the cost table gives {system} at budget {budget} on {collection} two costs '
+            which = '' if key[3] is None else f' with {key[3]}'
+            raise ValueError(f'the cost table gives {system} at budget {budget} on {collection}{which} two costs '
                              f'({lookup[key]:.10g} and {value:.10g}); keep one measurement per system and budget')
         lookup[key] = float(value)
     return lookup
@@ -616,7 +618,9 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
     Args:
         table: sweep rows with ``collection`` (:func:`load_sweeps`).
         costs: documents sent per query: ``collection, system, budget, sent`` (``bench/reranker_load.py --out``;
-            other columns are ignored). Every (collection, system, budget) of the compared rows needs its cost.
+            other columns are ignored), and optionally ``reranker`` (``'sigma=0.25'``, ``'MiniLM'``): a row with
+            one holds for that reranker, a row without (or with an empty cell) for every reranker without a row of
+            its own. Every (collection, system, budget) of the compared rows needs its cost.
         budgets: the baseline budgets to compare at (default: every budget of the table).
         slack: how much more the system may send, as a share of the baseline's cost (default 0: at most as much).
 
@@ -641,12 +645,13 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
     collections = list(dict.fromkeys(frame.collection))
     frame = frame[frame.system.isin([system, *baselines])]
 
-    def cost(collection, name, budget):
-        key = (str(collection), name, int(budget))
-        if key not in sent:
-            raise ValueError(f'the cost table has no row for {name} at budget {int(budget)} on {collection}; measure '
-                             'it with bench/reranker_load.py --out (the same collections, systems and budgets)')
-        return sent[key]
+    def cost(collection, name, budget, r):
+        for key in ((str(collection), name, int(budget), r), (str(collection), name, int(budget), None)):
+            if key in sent:
+                return sent[key]
+        raise ValueError(f'the cost table has no row for {name} at budget {int(budget)} on {collection} (for {r} or '
+                         'for every reranker); measure it with bench/reranker_load.py --out (the same collections, '
+                         'systems and budgets)')
     rows = []
     for baseline in baselines:
         theirs = frame[frame.system == baseline]
@@ -659,8 +664,8 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
                     ours = here[here.system == system]
                     if base.empty or ours.empty:
                         break
-                    limit = cost(collection, baseline, budget) * (1 + slack) + TOLERANCE
-                    fits = [b for b in sorted(ours.budget.unique()) if cost(collection, system, b) <= limit]
+                    limit = cost(collection, baseline, budget, r) * (1 + slack) + TOLERANCE
+                    fits = [b for b in sorted(ours.budget.unique()) if cost(collection, system, b, r) <= limit]
                     if not fits:
                         break
                     matched[collection] = int(fits[-1])
@@ -668,8 +673,8 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
                     base = base[base.seed.isin(mine_rows.seed)]  # the baseline paired to the system's seeds
                     if base.empty:
                         break
-                    theirs_sent.append(cost(collection, baseline, budget))
-                    ours_sent.append(cost(collection, system, fits[-1]))
+                    theirs_sent.append(cost(collection, baseline, budget, r))
+                    ours_sent.append(cost(collection, system, fits[-1], r))
                     per[collection] = (mine_rows, base)
                 if len(per) < len(collections):
                     continue

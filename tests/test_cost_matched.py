@@ -118,8 +118,9 @@ def test_a_bad_cost_table_is_refused_naming_the_problem():
     missing = COSTS[~((COSTS.system == 'RGS') & (COSTS.budget == 200) & (COSTS.collection == 'c2'))]
     with pytest.raises(ValueError) as info:
         analysis.cost_matched_margins(table(), missing, 'GAREN+', ['RGS'])
-    assert str(info.value) == ('the cost table has no row for RGS at budget 200 on c2; measure it with '
-                               'bench/reranker_load.py --out (the same collections, systems and budgets)')
+    assert str(info.value) == ('the cost table has no row for RGS at budget 200 on c2 (for sigma=1 or for every '
+                               'reranker); measure it with bench/reranker_load.py --out (the same collections, '
+                               'systems and budgets)')
     twice = pd.concat([COSTS, COSTS.iloc[[0]].assign(sent=81)], ignore_index=True)
     with pytest.raises(ValueError) as info:
         analysis.cost_matched_margins(table(), twice)
@@ -154,6 +155,14 @@ def test_the_command(tmp_path, capsys):
     assert '| RGS | 100 | sigma=1 | nDCG@10 | c1:200 c2:50 | 295.0000 | 230.0000 | 0.5850 | 0.5500 | -0.0350 | no |' \
         in out
     assert 'holds in 0 of 4 cells' in out
+    # a second cost file with RGS's own cost under sigma 1 on c2 (400): GAREN+ runs 200 in both collections
+    own = tmp_path / 'rgs-sigma1.csv'
+    pd.DataFrame([('c2', 'RGS', 100, 400., 'sigma=1')],
+                 columns=['collection', 'system', 'budget', 'sent', 'reranker']).to_csv(own, index=False)
+    script.main([*files, '--costs', str(costs), str(own), '--system', 'GAREN+', '--baselines', 'RGS',
+                 '--rerankers', 'sigma=1', '--budgets', '100'])
+    out = capsys.readouterr().out
+    assert '| RGS | 100 | sigma=1 | nDCG@10 | 200 | 410.0000 | 380.0000 | 0.5850 | 0.6000 | +0.0150 | yes |' in out
     with pytest.raises(SystemExit) as exit_:
         script.main([*files, '--costs', str(tmp_path / 'none.csv')])
     assert 'none.csv' in str(exit_.value)
@@ -332,3 +341,24 @@ def test_rows_only_where_both_ran_and_values_for_every_system_asked():
     empty = analysis.budget_values(rows(*specs), ['GAR'], 'R@100')
     assert empty.empty
     assert list(empty.columns) == ['reranker', 'system']
+
+
+def test_a_cost_of_one_reranker_comes_before_the_cost_for_every_reranker():
+    """RGS's work depends on the reranker (it re-ranks its queue after every expansion); a row naming a reranker
+    holds for it, a row without one for every other."""
+    specs = [(c, name, r, 0, 42, b, v, v) for c in ('c1', 'c2') for r in ('sigma=0.25', 'sigma=1')
+             for name, b, v in (('GAREN+', 100, .6), ('GAREN+', 200, .7), ('RGS', 100, .65))]
+    # with sigma .25, c2's RGS sends 400 at budget 100 (its own row): GAREN+ runs 200 there, as in c1 (420)
+    own = pd.DataFrame([('c2', 'RGS', 100, 400., 'sigma=0.25')],
+                       columns=['collection', 'system', 'budget', 'sent', 'reranker'])
+    costs = pd.concat([COSTS.assign(reranker=None), own], ignore_index=True)
+    out = analysis.cost_matched_margins(rows(*specs), costs, 'GAREN+', ['RGS'], measures=['nDCG@10'])
+    # sigma 1 has no row of its own: c2's RGS sends 170 (the row for every reranker), GAREN+ runs no budget there
+    assert list(zip(out.reranker, out.system_budget)) == [('sigma=0.25', 200)]
+    assert out.baseline_sent.tolist() == [pytest.approx((420 + 400) / 2)]
+    # two costs of one row with the same reranker are refused, naming it
+    twice = pd.concat([costs, own.assign(sent=401.)], ignore_index=True)
+    with pytest.raises(ValueError) as info:
+        analysis.cost_matched_margins(rows(*specs), twice, 'GAREN+', ['RGS'])
+    assert str(info.value) == ('the cost table gives RGS at budget 100 on c2 with sigma=0.25 two costs (400 and 401); '
+                               'keep one measurement per system and budget')
