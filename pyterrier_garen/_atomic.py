@@ -184,6 +184,11 @@ def check_target(path: Path, kind: Tuple[str, str], *, overwrite: bool) -> bool:
 _HELD: Dict[Tuple[int, str], int] = {}
 
 
+def lock_file(path: Path) -> Path:
+    """The build lock's file of ``path``: ``.<name>.lock`` beside it."""
+    return path.parent / f'.{path.name}.lock'
+
+
 @contextlib.contextmanager
 def _lock(path: Path, wait: bool = False) -> Iterator[None]:
     """Hold the build lock of ``path`` (``.<name>.lock`` beside it, an ``flock``, released when the process dies).
@@ -194,7 +199,7 @@ def _lock(path: Path, wait: bool = False) -> Iterator[None]:
     """
     import fcntl
     import threading
-    lock_path = path.parent / f'.{path.name}.lock'
+    lock_path = lock_file(path)
     key = (threading.get_ident(), os.path.abspath(lock_path))
     if key in _HELD:
         _HELD[key] += 1
@@ -267,7 +272,7 @@ def exclusive(path: Union[str, Path]) -> Iterator[None]:
             stack.enter_context(_lock(path, wait=True))
         except OSError as ex:
             if ex.errno == errno.ELOOP:
-                raise ArtifactKindError(f'{path.parent / ("." + path.name + ".lock")} is a symbolic link where the '
+                raise ArtifactKindError(f'{lock_file(path)} is a symbolic link where the '
                                         f'build lock of {path} goes; a lock file is never opened through a link: '
                                         'remove the link and rerun') from None
             if ex.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):

@@ -243,8 +243,8 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     """
     # public names (resolved lazily by the package), so that module moves inside the package do not matter here
     from . import GAREN, FirstStageFusion, VectorScorer, minilm_encoder
-    from ._compare import (bm25_first_stage, build_systems, check_head_rerank, evaluation_qrels, fusion_stage,
-                           resolve_fusion)
+    from ._params import check_head_rerank
+    from ._compare import bm25_first_stage, build_systems, evaluation_qrels, fusion_stage, resolve_fusion
     from ._driver import COVERS_COLLECTION, check_first_stage, warn_budget_covers_collection
     from ._errors import each_warning_once
     from ._simulation import ListwiseView, SimulatedReranker

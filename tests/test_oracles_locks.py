@@ -86,6 +86,8 @@ def test_exclusive_waits_for_the_holder_and_says_so_once(tmp_path):
     assert [str(w.message) for w in caught] == [
         f'another process is building {path}; waiting for it to finish (its lock is {tmp_path / ".g.lock"}), then '
         'using what it built']
+    # it points at the user's line that asked for the artifact (waiter's `with`), not at the package or contextlib
+    assert (caught[0].filename, caught[0].lineno) == (__file__, waiter.__code__.co_firstlineno + 1)
     assert not (tmp_path / '.g.lock').exists()
 
 
