@@ -74,11 +74,12 @@ def measure(collection: str, budgets, num_queries=None, systems=None, listwise=F
     for budget in budgets:
         for name in names:
             counting = CountingReranker(reranker)
-            with contextlib.ExitStack() as stack:
-                scorer = counting
-                if cache_scores:
-                    from pyterrier_caching import Sqlite3ScorerCache
-                    scorer = stack.enter_context(Sqlite3ScorerCache(None, counting))
+            if cache_scores:
+                from pyterrier_caching import Sqlite3ScorerCache
+                scoring = Sqlite3ScorerCache(None, counting)  # a temporary cache, removed on leaving the block
+            else:
+                scoring = contextlib.nullcontext(counting)
+            with scoring as scorer:
                 garen.build_systems(prepared, scorer, navigator, budget=budget, systems=[name],
                                     head_rerank=head_rerank)[name](topics)
             qids = topics.qid.astype(str)
