@@ -67,7 +67,8 @@ def main(argv=None):
                         help='every reranker seen as a listwise one (analysis.ListwiseView): scores that only order '
                              "each call's documents, as an LLM's ranking; final order 'auto' is then 'dropped'")
     parser.add_argument('--strict', action='store_true',
-                        help='turn warnings (a budget of at least the collection size, below the window) into errors')
+                        help='turn warnings (a budget of at least the collection size, or one that leaves a search '
+                             'no adaptive step) into errors')
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
     parser.add_argument('--navigator', default='centroid', choices=garen.NAVIGATORS)
     parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
@@ -83,12 +84,13 @@ def main(argv=None):
     budget_list = args.budgets or [100 if args.budget is None else args.budget]
     flags = {'sigmas': '--sigmas', 'noise_seeds': '--noise-seeds', 'partition_seeds': '--partition-seeds',
              'budgets': '--budgets' if args.budgets else '--budget', 'num_queries': '--queries',
-             'variants': '--variant'}
+             'variants': '--variant', 'systems': '--systems'}
     try:  # before any artifact is built
         variants = analysis.parse_variants(args.variant)
         analysis.check_sweep_arguments(sigmas=args.sigmas, noise_seeds=args.noise_seeds,
                                        partition_seeds=args.partition_seeds, budgets=budget_list,
-                                       num_queries=args.queries, names=flags, variants=variants)
+                                       num_queries=args.queries, names=flags, variants=variants,
+                                       systems=args.systems)
     except ValueError as ex:
         parser.error(str(ex))
     if args.dataset:
@@ -112,8 +114,9 @@ def main(argv=None):
                 final_order=args.final_order, tail_fusion=args.tail_fusion, fusion_head=args.fusion_head,
                 observed_fusion=args.observed_fusion, listwise=args.listwise, head_rerank=args.head_rerank,
                 verbose=args.verbose)
-        except UserWarning as ex:  # only with --strict
-            raise SystemExit(f'error: {ex} (--strict turns warnings into errors)') from ex
+        except UserWarning as ex:  # only with --strict: a user error, exit status 2 as the command line's
+            print(f'error: {ex} (--strict turns warnings into errors)', file=sys.stderr)
+            raise SystemExit(2) from ex
     table.to_csv(args.out, index=False)
     # the per-query values beside it, for paired tests over collections (examples/sweep_verdict.py --paired)
     perquery.to_csv(analysis.per_query_path(args.out), index=False, compression={'method': 'gzip', 'mtime': 0})

@@ -238,8 +238,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_fusion_arguments(p)
     p.add_argument('--final-order', choices=['auto', 'paper', 'score', 'dropped'],
                    help="every window search's final_order (default: each search's own default)")
-    p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget below the window or at least '
-                                                         'the collection size) into errors')
+    p.add_argument('--strict', action='store_true', help='turn warnings (e.g. a budget that leaves a search no '
+                                                         'adaptive step, or at least the collection size) into errors')
     p.set_defaults(func=_cmd_compare)
 
     encoder_help = ('the dense encoder: minilm (the packaged all-MiniLM-L6-v2), sbert:MODEL (a sentence-transformers '

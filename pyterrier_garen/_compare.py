@@ -35,6 +35,15 @@ def _count(n: Any, one: str, many: str) -> str:
     return f'{n} {one if n == 1 else many}'
 
 
+def _over_limit(stats: Dict[str, Any]) -> str:
+    """What the groups line adds when some groups exceed the size limit (Leiden could not split them: e.g.
+    documents with one text), so that the header does not promise a limit the partition broke."""
+    if not stats.get('over_limit'):
+        return ''
+    larger = _count(stats['over_limit'], 'group', 'groups')
+    return f"; {larger} larger that Leiden could not split, up to {stats['max']}"
+
+
 def _window() -> int:
     """GAREN's default window ``w`` (every windowed baseline here uses the same)."""
     from . import GAREN
@@ -75,8 +84,9 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
         prepared: the result of :func:`pyterrier_garen.prepare` (BM25 index and groups).
         reranker: scores ``(qid, query, docno)`` rows (pointwise here; a listwise LLM reranker works too).
         navigator: scores ``(qid, query, docno=<group id>, text=<summary>)`` rows.
-        budget: documents reranked per query (``c``); a budget below the window (20) warns, because every
-            adaptive method then only re-ranks the first-stage top ``budget``.
+        budget: documents reranked per query (``c``); a budget that leaves some of ``systems`` no adaptive step
+            (at most the window of 20 for a window search, GAR's batch of 16, 1 for RGS) warns, naming them: they
+            then only re-rank the first-stage top ``budget``.
         first_stage: defaults to PISA BM25 (k1=0.9, b=0.4), top 1000.
         doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
         systems: the subset of names to build.
@@ -108,12 +118,19 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
     unknown = [s for s in systems if s not in SYSTEMS]
     if unknown:
         raise ValueError(f'unknown systems {unknown}; choose from {SYSTEMS}')
+    repeated = sorted({s for s in systems if systems.count(s) > 1})
+    if repeated:
+        raise ValueError(f'systems repeat {" ".join(repeated)}: give each system once (each is one row of the '
+                         'table)')
     check_int('budget', budget, low=1, note='documents reranked per query')
     window = _window()
-    if budget < window:
-        warnings.warn(f'budget={budget} is below the window of {window} documents: GAR, SlideGAR, RGS and GAREN '
-                      f'then only re-rank the first-stage top {budget} (no adaptive step); use a budget of at least '
-                      f'{window}, e.g. 100 as in the paper', stacklevel=2)
+    limits = {name: _registry.system(name).adapts_above for name in systems}  # System.adapts_above
+    bound = [name for name, limit in limits.items() if budget <= (window if limit is None else limit)]
+    if bound:
+        warnings.warn(f'budget={budget} leaves {", ".join(bound)} no adaptive step: they re-rank only the first-stage '
+                      f'top {budget} (a window search looks further only at a budget above its window of {window} '
+                      f'documents, GAR above its batch of {_registry.GAR_BATCH}); use a larger budget, e.g. 100 as in '
+                      'the paper', stacklevel=2)
     bm25 = first_stage if first_stage is not None else bm25_first_stage(prepared)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)
     check_int('fusion_head', fusion_head, low=0, note='documents above the tail fusion')
@@ -416,7 +433,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'listwise': is_listwise(reranker),  # window positions only: GAR's order is then not meaningful
         'navigator': _registry.navigator(navigator).text,
         'groups': f"{_count(stats['groups'], 'Leiden group', 'Leiden groups')} (max size "
-                  f"{partition.get('max_group_size', '?')}) of a MiniLM "
+                  f"{partition.get('max_group_size', '?')}{_over_limit(stats)}) of a MiniLM "
                   f"k-NN graph, extractive summaries",
         'baseline': names[baseline] if baseline is not None else None,
         # how the vectors were encoded, as recorded with them (None: built before the record was kept)
@@ -473,6 +490,8 @@ def format_comparison(table: pd.DataFrame) -> str:
     for col in shown.columns:
         if col.endswith(' +') or col.endswith(' -'):
             shown[col] = [('' if pd.isna(v) else str(int(v))) for v in shown[col]]
+        elif col.endswith(' p-value'):  # a table of the baseline alone holds None there, which pandas prints
+            shown[col] = pd.to_numeric(shown[col], errors='coerce')
     lines.append(shown.round(4).to_string(index=False, na_rep=''))  # every column, unwrapped, whatever the options
     baseline = run.get('baseline') if run else None
     if baseline is None and any(c.endswith(' p-value') for c in table.columns):

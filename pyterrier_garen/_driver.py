@@ -148,7 +148,17 @@ def _match(frame: pd.DataFrame, out: pd.DataFrame, raw: pd.Series, role: str, mo
     asked = pd.MultiIndex.from_arrays([frame.qid.astype(str), frame.docno.astype(str)])
     returned = pd.Series(raw.to_numpy(dtype=float),
                          index=pd.MultiIndex.from_arrays([out['qid'].astype(str), out['docno'].astype(str)]))
-    returned = returned[~returned.index.duplicated()]
+    repeated = returned.index.duplicated()
+    if repeated.any():
+        kept = returned[~repeated]
+        values, firsts = returned.to_numpy(), kept.reindex(returned.index).to_numpy()
+        differ = repeated & ~((values == firsts) | (np.isnan(values) & np.isnan(firsts)))
+        if differ.any():
+            sample = [f'{q}/{d}' for q, d in returned.index[differ][:3]]
+            warnings.warn(f'the {role} {model!r} returned {int(differ.sum())} more rows with another score for a '
+                          f'(qid, docno) it had already scored (qid/docno e.g. {sample}); its first score of each '
+                          'is used', stacklevel=4)
+        returned = kept
     foreign = ~returned.index.isin(asked)
     if foreign.any():
         sample = [f'{q}/{d}' for q, d in returned.index[foreign][:3]]

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._frames import ranked_groups, renumber
+from ._frames import check_distinct_qids, check_present, numeric_order, ranked_groups, renumber
 from ._params import Rebuildable, check_int, check_nonnegative, check_positive
 
 __all__ = ['FirstStageFusion', 'fuse_first_stage', 'FUSION_K', 'FUSION_HEAD']
@@ -49,12 +49,25 @@ def fuse_first_stage(order: Sequence[str], rank0: Dict[str, int], weight: float,
 
 
 
-def _ranked(frame: pd.DataFrame) -> Dict[str, List[str]]:
-    """``{qid: docnos}`` of a result frame by ``rank`` (else descending ``score``, else row order)."""
+def _ranked(frame: pd.DataFrame, context: object) -> Dict[str, List[str]]:
+    """``{qid: docnos}`` of a first-stage result frame by ``rank`` (else descending ``score``, else row order), each
+    docno once, at its best-placed row (as every search reads ``R_0``), with a warning counting the others."""
+    pt.validate.columns(frame, includes=['qid', 'docno'], context=context)
+    check_present(frame, ('qid', 'docno'), context, 'first-stage rows')
+    check_distinct_qids(pd.unique(frame['qid']), context)
+    frame = numeric_order(frame, context)
     order = [c for c in ('rank', 'score') if c in frame.columns][:1]
     if order:
         frame = frame.sort_values(order, ascending='rank' in order, kind='stable')
-    return {str(qid): group['docno'].astype(str).tolist() for qid, group in frame.groupby('qid', sort=False)}
+    ranked, dropped = {}, 0
+    for qid, group in frame.groupby('qid', sort=False):
+        docnos = group['docno'].astype(str).tolist()
+        ranked[str(qid)] = list(dict.fromkeys(docnos))
+        dropped += len(docnos) - len(ranked[str(qid)])
+    if dropped:
+        warnings.warn(f'{context!r}: {dropped} first-stage rows repeat a docno ranked higher for the same query; '
+                      'each docno counts at its best-placed row', stacklevel=4)
+    return ranked
 
 
 class FirstStageFusion(Rebuildable, pt.Transformer):
@@ -116,9 +129,9 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
 
     def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
         if isinstance(self.first_stage, pd.DataFrame):
-            return _ranked(self.first_stage)
+            return _ranked(self.first_stage, self)
         queries = inp[[c for c in ('qid', 'query') if c in inp.columns]].drop_duplicates('qid')
-        return _ranked(self.first_stage(queries))
+        return _ranked(self.first_stage(queries), self)
 
     def _first_seen(self, group: pd.DataFrame, docnos: List[str], rank0: Dict[str, int]) -> np.ndarray:
         """When the search first looked at each document of one query: its ``iteration`` (negative or missing: last),

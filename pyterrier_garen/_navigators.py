@@ -85,7 +85,7 @@ class CentroidNavigator(VectorComponent):
         return self._centroids
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
+        self.check_rows(inp)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         centroids = self.centroids()
@@ -113,7 +113,7 @@ class SummaryNavigator(VectorComponent):
 
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
+        self.check_rows(inp)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         check_groups(self.groups, 'SummaryNavigator', needs=('summary', 'num_groups'))

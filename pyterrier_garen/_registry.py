@@ -112,6 +112,11 @@ class System:
         head_inside: its factory passes :attr:`Components.head_rerank` to its search, which makes that call itself
             before its last ranking steps (GAREN: before propagation and its own fusion); ``build_systems`` appends
             :class:`~pyterrier_garen.HeadReranker` to the other systems that use the reranker instead.
+        adapts_above: the largest budget at which it still re-ranks only the first stage's top ``budget`` (no
+            adaptive step), so that ``build_systems`` warns at that budget or below: ``None`` for a search whose
+            first window takes the whole budget (its window, GAREN's default ``w``), GAR's batch, 1 for RGS (it
+            expands from its seeds at any larger budget); ``0`` for a system that never looks beyond the first
+            stage (BM25, plain re-ranking), which the warning leaves out.
     """
     name: str
     factory: Callable[[Components], Any]
@@ -121,6 +126,7 @@ class System:
     text: str = ''
     reranks: bool = True
     head_inside: bool = False
+    adapts_above: Optional[int] = None
 
 
 @dataclass(frozen=True)
@@ -283,19 +289,22 @@ def _garen(c: Components, **options: Any) -> Any:
 GAREN_PLUS = {'evidence_weight': 0.5, 'dropped_vote': 0.0, 'adaptive_interleave': 0.5, 'vote_weight': 0.02,
               'frontier': 0.25, 'fusion': 0.1, 'tail_fusion': 0.5, 'observed_fusion': 3.0}
 
+#: documents GAR scores per call in every comparison (its first batch comes from the first stage alone)
+GAR_BATCH = 16
+
 register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False, reranks=False,
-                       text='the first stage, cut to the budget'))
+                       text='the first stage, cut to the budget', adapts_above=0))
 register_system(System('Rerank', lambda c: c.first_stage >> _public('SlidingWindowReranker')(
     c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options),
-    text='sliding-window re-ranking of the first-stage top budget'))
+    text='sliding-window re-ranking of the first-stage top budget', adapts_above=0))
 register_system(System('GAR', lambda c: c.first_stage >> importlib.import_module('pyterrier_garen._gar').GAR(
-    c.reranker, c.groups, num_results=c.budget, batch_size=16, verbose=c.verbose),
-    text="pyterrier-adaptive's GAR over the k-NN edges"))
+    c.reranker, c.groups, num_results=c.budget, batch_size=GAR_BATCH, verbose=c.verbose),
+    text="pyterrier-adaptive's GAR over the k-NN edges", adapts_above=GAR_BATCH))
 register_system(System('SlideGAR', lambda c: c.first_stage >> _public('SlideGAR')(
     c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), text='listwise GAR (SlideGAR)'))
 register_system(System('RGS', lambda c: c.first_stage >> _public('RGS')(
     c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options),
-    text='reranker-guided best-first search'))
+    text='reranker-guided best-first search', adapts_above=1))
 register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper', head_inside=True))
 register_system(System('GAREN-explore', lambda c: _garen(c, strategy='explore'), groups=True,
                        text='GAREN, exploration only', head_inside=True))

@@ -16,6 +16,7 @@ import pyterrier as pt
 
 from ._driver import window_starts
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
+from ._frames import numeric_order
 from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
 from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries
 from ._vectors import VectorComponent
@@ -139,7 +140,7 @@ class VectorScorer(VectorComponent):
     missing_vectors: int = 0
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
-        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
+        self.check_rows(inp)
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         docnos = [str(d) for d in inp['docno']]
@@ -259,7 +260,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         if len(inp) == 0:
             out = inp.copy().assign(score=pd.Series(dtype=float))
             return pt.model.add_ranks(out)
-        frame = inp.reset_index(drop=True)
+        frame = (numeric_order(inp, self, 'rank') if 'rank' in inp.columns else inp).reset_index(drop=True)
         lists = []  # per query: (qid, query, row indices in list order)
         cut_queries, query_budget = 0, 0
         for qid, group in frame.groupby('qid', sort=False):

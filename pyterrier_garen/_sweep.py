@@ -89,7 +89,8 @@ def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = Non
 def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
                           partition_seeds: Sequence[int] = (42,), budgets: Sequence[int] = (100,),
                           num_queries: Optional[int] = None, names: Optional[Dict[str, str]] = None,
-                          variants: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+                          variants: Optional[Dict[str, Dict[str, Any]]] = None,
+                          systems: Optional[Sequence[str]] = None) -> None:
     """``ValueError`` naming the first bad argument of a sweep, before anything is built or run.
 
     Each list must be non-empty (``sigmas`` may be empty: MiniLM only) and hold each value once (a repeated value
@@ -98,10 +99,17 @@ def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence
     ``names`` says what to call an argument in the message (a command line passes its flags, e.g.
     ``{'budgets': '--budgets'}``); by default a list is named by its parameter and one of its values in the
     singular (``budgets repeat 50``, ``budget must be a positive integer``). ``variants`` are checked as
-    :func:`check_variants` does.
+    :func:`check_variants` does. ``systems`` (None: the default) must be registered names, each once.
     """
     names = names or {}
     check_variants(variants or {}, flag=names.get('variants', 'variant'))
+    if systems is not None:
+        for name in systems:
+            _registry.system(name)  # an unknown name is refused, listing the known ones
+        repeated = sorted({s for s in systems if list(systems).count(s) > 1})
+        if repeated:
+            raise ValueError(f'{names.get("systems", "systems")} repeat {" ".join(repeated)}: give each system once '
+                             f'(each is one row per configuration)')
     checks = {'sigmas': ('sigma', lambda n, v: check_number(n, v, low=0, note='noise of the simulated reranker')),
               'noise_seeds': ('noise_seed', lambda n, v: check_int(n, v)),
               'partition_seeds': ('partition_seed', lambda n, v: check_int(n, v)),
@@ -251,7 +259,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     from .datasets import remove_excluded
     budgets = [budget] if budgets is None else list(budgets)
     check_sweep_arguments(sigmas=sigmas, noise_seeds=noise_seeds, partition_seeds=partition_seeds, budgets=budgets,
-                          num_queries=num_queries, variants=variants)
+                          num_queries=num_queries, variants=variants, systems=systems)
     tail_fusion, observed_fusion = resolve_fusion(fusion, tail_fusion, observed_fusion)  # variants get it too
     check_head_rerank(head_rerank)
     head = {'head_rerank': head_rerank} if head_rerank else {}  # the variants make the call inside, as GAREN does

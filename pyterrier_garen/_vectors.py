@@ -2,12 +2,14 @@
 vectors read from a ``pyterrier_dr.FlexIndex`` (nothing is re-encoded per query or per iteration)."""
 from __future__ import annotations
 
+import warnings
 from typing import Dict
 
 import numpy as np
 import pandas as pd
 import pyterrier as pt
 
+from ._frames import check_present
 from ._params import Rebuildable
 
 __all__ = ['QueryVectors', 'VectorComponent', 'unit']
@@ -79,7 +81,21 @@ class VectorComponent(Rebuildable, pt.Transformer):
         lookup, _, _ = self.vectors.payload()
         return int((lookup_ids(lookup, docnos) >= 0).sum())
 
-    @staticmethod
-    def with_scores(inp: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
-        out = inp.assign(score=scores.astype(np.float64))
+    def check_rows(self, inp: pd.DataFrame) -> None:
+        """Refuse input without the columns every vector component reads, or rows without a value in them."""
+        pt.validate.columns(inp, includes=['qid', 'query', 'docno'], context=self)
+        check_present(inp, ('qid', 'query', 'docno'), self, 'rows')
+
+    def with_scores(self, inp: pd.DataFrame, scores: np.ndarray) -> pd.DataFrame:
+        """The input rows with ``score`` and ``rank``; a cosine that is not finite (a stored or encoded vector
+        holding NaN or inf) scores ``-inf``, ranked last, with a warning naming the rows."""
+        scores = np.asarray(scores, dtype=np.float64)
+        broken = ~np.isfinite(scores)
+        if broken.any():
+            examples = list(dict.fromkeys(str(d) for d in inp['docno'].to_numpy()[broken]))[:3]
+            warnings.warn(f'{self!r}: {int(broken.sum())} of {len(scores)} rows have no finite cosine (a stored '
+                          f'vector or the query\'s holds NaN or inf; docno {examples}); they score -inf and rank last. '
+                          'Re-encode those documents (encode_corpus) or check the encoder', stacklevel=3)
+            scores = np.where(broken, -np.inf, scores)
+        out = inp.assign(score=scores)
         return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))

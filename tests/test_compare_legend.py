@@ -71,3 +71,18 @@ def test_the_budget_line_says_who_spent_less_and_why():
     assert format_comparison(table).endswith(spent_legend(spent, 400))
     del table.attrs['run']['spent']  # a record written before the count was kept
     assert 'Budget spent' not in format_comparison(table)
+
+
+def test_a_table_of_the_baseline_alone_prints_empty_comparison_cells():
+    # pt.Experiment gives the baseline's own row None in every comparison column; alone, the column holds only None
+    table = _table(['GAREN']).assign(**{'R@100 +': [None], 'R@100 -': [None], 'R@100 p-value': [None]})
+    row = format_comparison(table).splitlines()[1]
+    assert row.split() == ['GAREN', '0.5', '0.7']
+    assert 'None' not in format_comparison(table)
+
+
+def test_the_groups_line_says_when_leiden_left_a_group_over_the_limit():
+    from pyterrier_garen._compare import _over_limit
+    assert _over_limit({'over_limit': 0, 'max': 20}) == ''
+    assert _over_limit({'over_limit': 1, 'max': 34}) == '; 1 group larger that Leiden could not split, up to 34'
+    assert _over_limit({'over_limit': 3, 'max': 25}) == '; 3 groups larger that Leiden could not split, up to 25'

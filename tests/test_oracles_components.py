@@ -151,14 +151,27 @@ def test_prepare_passes_its_seed_to_leiden(tmp_path, leiden_seeds):
 
 
 # ---------------------------------------------------------------------------------------------------------------------
-# a budget below the window warns (every adaptive method then re-ranks the first-stage top `budget` only)
+# a budget that leaves a system no adaptive step warns, naming the systems it leaves so: a window search's first
+# window takes the whole budget up to its window (20), GAR's first batch (16) comes from the first stage alone, RGS
+# expands from its seeds at any budget above 1 (measured on the synthetic collection: at budget 20 SlideGAR and every
+# GAREN returned only first-stage top-20 documents, GAR and RGS others; at 21 all of them others)
 
-def test_budget_below_the_window_warns():
+@pytest.mark.parametrize(('budget', 'named'), [
+    (1, 'GAR, SlideGAR, RGS, GAREN, GAREN-doc'), (2, 'GAR, SlideGAR, GAREN, GAREN-doc'),
+    (16, 'GAR, SlideGAR, GAREN, GAREN-doc'), (17, 'SlideGAR, GAREN, GAREN-doc'), (20, 'SlideGAR, GAREN, GAREN-doc'),
+    (21, None)])
+def test_a_budget_that_leaves_a_search_no_adaptive_step_warns_naming_it(budget, named):
     graph = ToyGroupGraph({}, {'a1': 0})
     prepared = types.SimpleNamespace(groups=graph)
     first = pyterrier_garen.SlidingWindowReranker(DictScorer({}), window=2, stride=1, budget=2)  # any transformer
-    with pytest.warns(UserWarning, match=r'budget=19 is below the window of 20 documents.*top 19'):
-        build_systems(prepared, DictScorer({}), DictScorer({}), budget=19, first_stage=first, systems=['GAREN'])
-    with warnings.catch_warnings():
-        warnings.simplefilter('error')
-        build_systems(prepared, DictScorer({}), DictScorer({}), budget=20, first_stage=first, systems=['GAREN'])
+    systems = ['BM25', 'Rerank', 'GAR', 'SlideGAR', 'RGS', 'GAREN', 'GAREN-doc']  # BM25 and Rerank never adapt
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        build_systems(prepared, DictScorer({}), DictScorer({}), budget=budget, first_stage=first, systems=systems)
+    messages = [str(w.message) for w in caught if 'no adaptive step' in str(w.message)]
+    if named is None:
+        assert messages == []
+    else:
+        assert messages == [f'budget={budget} leaves {named} no adaptive step: they re-rank only the first-stage top '
+                            f'{budget} (a window search looks further only at a budget above its window of 20 '
+                            'documents, GAR above its batch of 16); use a larger budget, e.g. 100 as in the paper']

@@ -269,6 +269,10 @@ def test_build_systems_refuses_unknown_names_and_bad_budgets(parts):
     prepared = _prepared(parts)
     with pytest.raises(ValueError, match=r"unknown systems \['Nope'\]"):
         build_systems(prepared, parts.reranker, parts.navigator, first_stage=parts.first_stage, systems=['GAR', 'Nope'])
+    with pytest.raises(ValueError, match=r'^systems repeat GAR RGS: give each system once \(each is one row of the '
+                                         r'table\)$'):
+        build_systems(prepared, parts.reranker, parts.navigator, first_stage=parts.first_stage,
+                      systems=['RGS', 'GAR', 'GAREN', 'GAR', 'RGS'])
     with pytest.raises(ValueError, match=r'^budget must be a positive integer, got 0 \(documents reranked per '
                                          r'query\)$'):
         build_systems(prepared, parts.reranker, parts.navigator, first_stage=parts.first_stage, budget=0)
@@ -276,7 +280,7 @@ def test_build_systems_refuses_unknown_names_and_bad_budgets(parts):
                                          r'fusion\)$'):
         build_systems(prepared, parts.reranker, parts.navigator, first_stage=parts.first_stage, fusion=0.1,
                       fusion_head=-1)
-    with pytest.warns(UserWarning, match='budget=1 is below the window'):  # the smallest budget is allowed
+    with pytest.warns(UserWarning, match='budget=1 leaves GAR no adaptive step'):  # the smallest budget is allowed
         one = build_systems(prepared, parts.reranker, parts.navigator, first_stage=parts.first_stage, budget=1,
                             systems=['GAR'], fusion=0.1, fusion_head=0)
     assert _stage(one['GAR']).head == 0

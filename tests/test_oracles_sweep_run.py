@@ -422,10 +422,11 @@ def test_each_warning_of_the_runs_is_shown_once(small):
         warnings.simplefilter('always')  # Python's own rule would show every one of them
         analysis.strength_sweep(prepared, systems=['Rerank', 'GAREN'], budgets=(10,), num_queries=2,
                                 **{**ONE, 'sigmas': (0.5, 1.0), 'partition_seeds': (42, 17)})
-    below = [str(w.message) for w in caught if 'below the window' in str(w.message)]
+    below = [str(w.message) for w in caught if 'no adaptive step' in str(w.message)]
     # four runs of the loop (two sigmas, two partitions) build the systems, each time with the same advice
-    assert below == ['budget=10 is below the window of 20 documents: GAR, SlideGAR, RGS and GAREN then only re-rank '
-                     'the first-stage top 10 (no adaptive step); use a budget of at least 20, e.g. 100 as in the paper']
+    assert below == ['budget=10 leaves GAREN no adaptive step: they re-rank only the first-stage top 10 (a window '
+                     'search looks further only at a budget above its window of 20 documents, GAR above its batch of '
+                     '16); use a larger budget, e.g. 100 as in the paper']
 
 
 def test_queries_the_first_stage_finds_nothing_for_are_said_once_and_score_zero(small, tmp_path):

@@ -97,6 +97,22 @@ def test_answers_for_other_queries_are_named():
         SlidingWindowReranker(Other({}), window=12, stride=6, budget=12)(first_stage(DOCS))
 
 
+def test_a_second_answer_with_another_score_is_named_and_the_first_is_used():
+    class Twice(DictScorer):
+        """Answers every row, then d0 again with the best score and d1 again with its own score."""
+        def transform(self, inp):
+            out = super().transform(inp)
+            again = out[out.docno.isin(['d0', 'd1'])].assign(score=lambda f: np.where(f.docno == 'd0', 99., f.score))
+            return pd.concat([out, again], ignore_index=True)
+    scores = {d: 12 - i for i, d in enumerate(DOCS)}
+    scores['d0'] = 0.  # its first answer ranks it last; the second (99) would rank it first
+    with pytest.warns(UserWarning, match=r"returned 1 more rows with another score for a \(qid, docno\) it had "
+                                         r"already scored \(qid/docno e.g. \['q1/d0'\]\); its first score of each is "
+                                         "used"):
+        ranked = SlidingWindowReranker(Twice(scores), window=12, stride=6, budget=12)(first_stage(DOCS))
+    assert ranked.docno.tolist() == [*DOCS[1:], 'd0']  # d1's repeated answer, with the same score, is no conflict
+
+
 def _groups(tmp_path):
     docnos = [f'd{i:02d}' for i in range(20)]
     edges = np.stack([[(i + 1) % 20, (i + 2) % 20] for i in range(20)])

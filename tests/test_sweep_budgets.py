@@ -110,8 +110,14 @@ def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     # 160 documents: a budget of 160 warns, and --strict makes it an error
     with pytest.warns(UserWarning, match='at least the 160 documents'):
         load_example().main([*args, '--budget', '160', '--systems', 'Rerank', '--out', str(out)])
-    with pytest.raises(SystemExit, match='at least the 160 documents.*--strict'):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as refused:
         load_example().main([*args, '--budget', '160', '--systems', 'Rerank', '--strict', '--out', str(out)])
+    assert refused.value.code == 2  # a user error, as on the command line (docs/robustness.md)
+    said = capsys.readouterr().err
+    assert said.startswith('error: ')
+    assert 'at least the 160 documents' in said
+    assert said.endswith('(--strict turns warnings into errors)\n')
     with warnings.catch_warnings():
         warnings.simplefilter('error')
         load_example().main([*args, '--budget', '159', '--systems', 'Rerank', '--strict', '--out', str(out)])
@@ -323,6 +329,11 @@ def test_minilm_only_sweep_and_no_reranker(small, tmp_path):
     ({'partition_seeds': [43, 42, 43]}, 'partition_seeds repeat 43: give each value once (got 43 42 43)'),
     ({'partition_seeds': [42.5]}, 'partition_seed must be an integer, got 42.5'),
     ({'num_queries': 0}, 'num_queries must be a positive integer or None, got 0 (None: every judged query)'),
+    ({'systems': ['GAREN', 'RGS', 'GAREN']}, 'systems repeat GAREN: give each system once (each is one row per '
+                                             'configuration)'),
+    ({'systems': ['GAREN', 'Nope']}, "unknown system 'Nope'; choose from ['BM25', 'Rerank', 'GAR', 'SlideGAR', "
+                                     "'RGS', 'GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop', "
+                                     "'GAREN-vote', 'GAREN-doc', 'GAREN+']"),
     # a GAREN variant: its name must be its own, its options GAREN's, their values ones GAREN accepts
     ({'variants': {'GAREN': {'p': 0.5}}}, "variant 'GAREN' takes the name of a registered system, whose row it would "
                                           'replace; give the variant a name of its own (e.g. "GAREN-t2:tau_switch=2")'),
@@ -349,9 +360,10 @@ def test_sweep_arguments_are_checked_before_anything_runs(small, kwargs, message
     with pytest.raises(ValueError, match=message):
         analysis.check_sweep_arguments(**kwargs)
     root, prepared = small
-    full = {'sigmas': [0.5], 'noise_seeds': [0], 'partition_seeds': [42], 'budgets': [20], **kwargs}
+    full = {'sigmas': [0.5], 'noise_seeds': [0], 'partition_seeds': [42], 'budgets': [20], 'systems': ['GAR'],
+            **kwargs}
     with pytest.raises(ValueError, match=message):
-        analysis.strength_sweep(prepared, systems=['GAR'], minilm=False, **full)
+        analysis.strength_sweep(prepared, minilm=False, **full)
     analysis.check_sweep_arguments(sigmas=[], noise_seeds=[0, 1], partition_seeds=[42], budgets=[50, 100],
                                    num_queries=3)  # MiniLM only, distinct values: accepted
     analysis.check_sweep_arguments(variants={'GAREN-t2': {'tau_switch': 2, 'final_order': 'paper'}, 'Y': {}})
@@ -372,7 +384,8 @@ def test_cli_names_the_flag_of_a_bad_sweep_argument(small, tmp_path, capsys):
                         (['--budget', '100', '--budgets', '200'], 'not allowed with argument --budget'),
                         (['--variant', 'X:nonsense=1'], "--variant 'X': 'nonsense' cannot be set here"),
                         (['--variant', 'GAREN+:p=0.5'], "--variant 'GAREN+' takes the name of a registered system"),
-                        (['--variant', 'X:p=0.5', '--variant', 'X:p=0.7'], "--variant 'X' is given twice")]:
+                        (['--variant', 'X:p=0.5', '--variant', 'X:p=0.7'], "--variant 'X' is given twice"),
+                        (['--systems', 'RGS', 'GAR', 'RGS'], '--systems repeat RGS: give each system once')]:
         with pytest.raises(SystemExit):
             load_example().main([*args, *extra])
         assert said in capsys.readouterr().err
