@@ -27,7 +27,7 @@ import pandas as pd
 from pyterrier_garen import analysis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
-from sweep_verdict import (add_paired_arguments, load_inputs, markdown, parse_checked,  # noqa: E402
+from sweep_verdict import (add_paired_arguments, load_inputs, markdown, parse_checked, print_gaps,  # noqa: E402
                            parse_files, print_provenance, signed)
 
 
@@ -62,6 +62,7 @@ def main(argv=None):
     per = [c for c in margins.columns if c.startswith('delta:')]
     interval = ['low', 'high'] if perquery is not None else []
     print(markdown(signed(margins, ['delta', *per, *interval])))
+    print_gaps(margins, table, [args.system, *args.baselines], args.budgets, args.rerankers)
     print(f'\nholds in {int(margins.holds.sum())} of {len(margins)} cells' +
           ('' if perquery is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
                                                       ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}'))

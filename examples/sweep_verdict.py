@@ -92,6 +92,15 @@ def load_inputs(files, paired, system):
     return table, provenance, perquery
 
 
+def print_gaps(result, table, systems, budgets, rerankers):
+    """Under an empty table of cells, why: what the CSVs lack of the systems, budgets and rerankers asked for."""
+    if len(result):
+        return
+    gaps = analysis.coverage_gaps(table, systems, budgets=budgets, rerankers=rerankers)
+    print('\nno cell has ' + ', '.join(systems) + ' in every collection' +
+          (f' ({"; ".join(gaps)})' if gaps else ' at the budgets and rerankers asked for'))
+
+
 def print_provenance(provenance, columns=('collection', 'file', 'status', 'code', 'date', 'queries')):
     """Where the CSVs came from: their records as a table (``columns``), then the notes a reader must know."""
     print('**Where the CSVs came from**\n')
@@ -134,11 +143,14 @@ def main(argv=None):
     files = parse_files(args.files)
     table, provenance, perquery = load_inputs(files, args.paired, args.system)
     absent = [s for s in args.baselines if s not in set(table.system)]
-    report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
-                                    monotone_measure=args.monotone_measure,
-                                    margin_budgets=args.margin_budgets, rerankers=args.rerankers,
-                                    budget=args.response_budget, weak=args.weak, strong=args.strong,
-                                    perquery=perquery, alpha=args.alpha)
+    try:
+        report = analysis.claims_report(table, args.system, args.baselines, monotone=args.monotone,
+                                        monotone_measure=args.monotone_measure,
+                                        margin_budgets=args.margin_budgets, rerankers=args.rerankers,
+                                        budget=args.response_budget, weak=args.weak, strong=args.strong,
+                                        perquery=perquery, alpha=args.alpha)
+    except ValueError as ex:  # e.g. runs that cannot be paired
+        raise SystemExit(f'error: {ex}') from ex
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
 
@@ -163,6 +175,7 @@ def main(argv=None):
         per = [c for c in margins.columns if c.startswith('delta:')]
         interval = ['low', 'high'] if perquery is not None else []
         print(markdown(signed(margins, ['delta', 'delta_min', 'delta_max', *per, *interval])))
+        print_gaps(margins, table, [args.system, *args.baselines], args.margin_budgets, args.rerankers)
         print(f'\n{int(margins.holds.sum())} of {len(margins)} cells hold' +
               ('' if perquery is None else '; ' + ', '.join(f'{int((margins.verdict == v).sum())} {v}' for v in
                                                           ('ahead', 'tie', 'behind')) + f' at p < {args.alpha:g}') +

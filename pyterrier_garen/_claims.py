@@ -33,7 +33,7 @@ from ._params import check_number
 from ._sweep import KEYS, MEASURES, _config_key
 
 __all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'fusion_weight_margins',
-           'cost_matched_margins', 'COST_COLUMNS', 'budget_values',
+           'cost_matched_margins', 'COST_COLUMNS', 'budget_values', 'coverage_gaps',
            'strength_response',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'TOLERANCE', 'per_query_path', 'load_per_query',
            'stratified_paired_test', 'stratified_paired_interval', 'ALPHA']
@@ -57,23 +57,31 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
     Several files of one collection are joined (e.g. one run with the simulated rerankers, one with MiniLM). A row
     present in two files with the same values is kept once.
 
+    Where the files have their provenance records (``CSV.json``), these must agree: the files of one collection
+    come from one collection (its ``collection_sha256``), two collections are not one, and two files that hold rows
+    of one reranker were run on the same number of queries (a mean over other queries is another comparison).
+
     Raises:
         FileNotFoundError: for a missing file.
-        ValueError: for a file without the sweep's columns (an old CSV without ``budget``: run the sweep again), or
-            two files that give the same row (system, reranker, sigma, seeds, budget) different values.
+        ValueError: for a file without the sweep's columns (an old CSV without ``budget``: run the sweep again), an
+            empty file, a row without a value of a measure, two files that give the same row (system, reranker,
+            sigma, seeds, budget) different values, or records that disagree as above.
     """
     frames = []
     for collection, path in _paths(files):
-        if not path.is_file():
-            raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
-        frame = pd.read_csv(path)
+        frame = _read_table(path, collection, 'sweep CSV')
         missing = [c for c in _KEYS + list(_MEASURES) if c not in frame.columns]
         if missing:
             raise ValueError(f'{path} is not a sweep table: no column {", ".join(missing)} (write it with '
                              'examples/strength_sweep.py; a CSV from before the budget column needs a rerun)')
+        if frame.empty:
+            raise ValueError(f'{path} (collection {collection!r}) holds no rows; give the CSV a sweep wrote, or leave '
+                             'the file out')
+        _check_measured(frame, str(path))
         frames.append(frame.assign(collection=collection, file=str(path)))
     if not frames:
         raise ValueError('no sweep CSVs given: pass {collection: path}')
+    _check_records(frames)
     table = pd.concat(frames, ignore_index=True)
     keys = ['collection'] + _KEYS
     table = table.drop_duplicates(keys + list(_MEASURES))
@@ -85,6 +93,65 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
                          f'{row.noise_seed} budget={row.budget} has different values in {", ".join(files_)}; '
                          'give each collection one run of every configuration')
     return table.drop(columns='file').reset_index(drop=True)
+
+
+def _read_table(path: Path, collection: str, what: str, **kwargs) -> pd.DataFrame:
+    """A CSV of ``collection``, with a missing or empty file named."""
+    if not path.is_file():
+        raise FileNotFoundError(f'no {what} at {path} (collection {collection!r})')
+    try:
+        return pd.read_csv(path, **kwargs)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f'{path} (collection {collection!r}) is empty: not even a header; give the {what} a sweep '
+                         'wrote, or leave the file out') from None
+
+
+def _check_measured(frame: pd.DataFrame, where: str) -> None:
+    """Refuse a row without a value of a measure: a mean would be taken over the other rows, silently."""
+    for measure in _MEASURES:
+        values = pd.to_numeric(frame[measure], errors='coerce')
+        if values.isna().any():
+            row = frame[values.isna()].iloc[0]
+            raise ValueError(f'{where}: {row.system} {row.reranker} sigma={row.sigma} noise_seed={row.noise_seed} '
+                             f'partition_seed={row.partition_seed} budget={row.budget} has no {measure} (empty, NaN '
+                             f'or not a number; {int(values.isna().sum())} rows like this); a sweep writes every '
+                             'value: rerun it, or remove the row')
+
+
+def _check_records(frames: Sequence[pd.DataFrame]) -> None:
+    """The provenance records of the files of :func:`load_sweeps` agree: one collection per name, one name per
+    collection, and one query count per reranker of a collection (files without a record are not checked)."""
+    from ._provenance import read_sidecar
+    seen: Dict[str, Tuple[str, str]] = {}  # collection_sha256 -> (name, file)
+    named: Dict[str, Tuple[str, str]] = {}  # name -> (collection_sha256, file)
+    counts: List[Tuple[str, str, set, int]] = []  # (name, file, reranker labels, queries)
+    names = {frame.collection.iloc[0] for frame in frames}
+    for frame in frames:
+        name, path = frame.collection.iloc[0], frame.file.iloc[0]
+        record = read_sidecar(path)
+        sha, queries = record.get('collection_sha256'), record.get('queries')
+        recorded = str(record.get('collection') or '').rstrip('/').rsplit('/', 1)[-1]  # a name, a path or an id
+        if recorded != name and recorded in names:
+            raise ValueError(f'{path} is given as {name}, but its record says it is a sweep of {recorded}, which is '
+                             f'given too: are the two swapped? Give each name the files of its own collection')
+        if sha:
+            other = named.setdefault(name, (sha, path))
+            if other[0] != sha:
+                raise ValueError(f'{name}: {other[1]} and {path} are sweeps of two different collections (their '
+                                 'records name other collection_sha256); give each collection its own name')
+            first = seen.setdefault(sha, (name, path))
+            if first[0] != name:
+                raise ValueError(f'{first[0]} and {name} are one collection (the records of {first[1]} and {path} '
+                                 'name the same collection_sha256); give each name the files of its own collection')
+        if isinstance(queries, int):
+            labels = set(_label(frame))
+            for other_name, other_path, other_labels, other_queries in counts:
+                shared = labels & other_labels
+                if other_name == name and shared and other_queries != queries:
+                    raise ValueError(f'{name}: {other_path} ran {other_queries} queries and {path} {queries}, both '
+                                     f'with {sorted(shared)[0]}; systems are compared over one set of queries: rerun '
+                                     'one of them with the other\'s --queries')
+            counts.append((name, path, labels, queries))
 
 
 def per_query_path(path: Union[str, Path]) -> Path:
@@ -113,9 +180,17 @@ def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path
             raise FileNotFoundError(f'no per-query values at {side} for {path} (collection {collection!r}): '
                                     'examples/strength_sweep.py writes them beside its CSV; rerun the command in '
                                     f'{path}.json')
-        rows = pd.read_csv(side, dtype={'qid': str})  # '007' stays '007'
+        rows = _read_table(side, collection, 'per-query file', dtype={'qid': str})  # '007' stays '007'
+        missing = [c for c in [*_KEYS, 'qid', *_MEASURES] if c not in rows.columns]
+        if missing:
+            raise ValueError(f'{side} is not a per-query file of a sweep: no column {", ".join(missing)}; '
+                             'examples/strength_sweep.py writes it beside its CSV: rerun the command in '
+                             f'{path}.json')
+        if rows.qid.isna().any():
+            raise ValueError(f'{side}: {int(rows.qid.isna().sum())} rows have no qid; rerun the command in '
+                             f'{path}.json')
         means = rows.groupby(_KEYS, dropna=False)[list(_MEASURES)].mean().reset_index()
-        table = pd.read_csv(path)
+        table = _read_table(path, collection, 'sweep CSV')
         both = table.merge(means, on=_KEYS, how='outer', suffixes=('', '_q'), indicator=True)
         off = (both._merge != 'both') | np.any([~np.isclose(both[m], both[f'{m}_q'], rtol=0, atol=1e-9)
                                                 for m in _MEASURES], axis=0)
@@ -279,6 +354,7 @@ def _prepared(table: pd.DataFrame, keys: Sequence[str] = ()) -> pd.DataFrame:
     (``keys``: further columns kept apart, e.g. ``qid``)."""
     if 'collection' not in table.columns:
         table = table.assign(collection='')
+    _check_measured(table, 'the sweep table')
     frame = table.assign(r=_label(table), seed=table.noise_seed.fillna(-1).astype(int))
     return frame.groupby(['collection', 'system', 'r', 'seed', 'budget', *keys], sort=False)[list(_MEASURES)] \
         .mean().reset_index()
@@ -399,6 +475,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
         rows lack one of the two systems or a collection, or a collection has fewer than two queries).
     """
     _check_alpha(alpha)
+    _check_compared(system, baselines, measures)
     frame = _prepared(table)
     raw = _prepared(table, ['partition_seed'])
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
@@ -415,6 +492,7 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
             have = cell.groupby('collection').system.nunique()
             if len(have) < len(collections) or (have < len(baselines) + 1).any():
                 continue  # incomplete: someone did not run this cell in some collection
+            _check_seeds(cell, system, f'at budget {budget} with {r}')
             per = cell.groupby(['collection', 'system'])[list(measures)].mean()
             mean = per.groupby('system').mean()
             runs = _runs(raw, system, budget, r)
@@ -545,9 +623,39 @@ def _paired_deltas(queries: pd.DataFrame, budget: int, r: str, system: str, best
                                                                values=measure)
     if system not in wide.columns or best not in wide.columns:
         return []
+    _check_same_queries(wide[system], wide[best], system, best, f'at budget {budget} with {r}')
     diff = (wide[system] - wide[best]).dropna().groupby(level=['collection', 'qid']).mean()
     present = set(diff.index.get_level_values(0))  # a collection without per-query rows: no test (NaN)
     return [diff.loc[c].to_numpy() if c in present else np.empty(0) for c in collections]
+
+
+def _check_seeds(cell: pd.DataFrame, system: str, where: str) -> None:
+    """Refuse a cell where another system lacks a noise seed that ``system`` has in some collection: ``system``'s
+    mean would then be over more seeds than the other's, and the two are no longer paired."""
+    for collection, rows in cell.groupby('collection', sort=False):
+        mine = set(rows[rows.system == system].seed)
+        for other, theirs in rows[rows.system != system].groupby('system', sort=False):
+            lacking = sorted(mine - set(theirs.seed))
+            if lacking:
+                seeds = ', '.join('none (MiniLM)' if s == -1 else str(s) for s in lacking)
+                raise ValueError(f'{collection or "the table"}: {other} {where} has no run with noise seed {seeds}, '
+                                 f'which {system} has; the comparison pairs the seeds: run {other} with them too, or '
+                                 f'leave {system}\'s out')
+
+
+def _check_same_queries(ours: pd.Series, theirs: pd.Series, system: str, other: str, where: str) -> None:
+    """Refuse a paired test whose two systems were measured on different queries in some run: the queries one of
+    them lacks would drop out of the test, silently (e.g. qids written '001' in one file and '1' in the other)."""
+    a, b = set(ours.dropna().index), set(theirs.dropna().index)
+    runs = {key[:-1] for key in a | b}
+    for run in sorted(runs, key=str):
+        mine = {key[-1] for key in a if key[:-1] == run}
+        yours = {key[-1] for key in b if key[:-1] == run}
+        if mine and yours and mine != yours:
+            only = sorted(mine - yours)[:3] or sorted(yours - mine)[:3]
+            raise ValueError(f'the per-query rows of {system} and {other} {where} name different queries ({len(mine)} '
+                             f'and {len(yours)}, {len(mine & yours)} in common; e.g. {only} in one only); the paired '
+                             'test needs both measured on the same queries: rerun them on one set of topics')
 
 
 def budget_values(table: pd.DataFrame, systems: Sequence[str], measure: str = 'nDCG@10', *,
@@ -588,17 +696,80 @@ def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int, Optional[str]
         at = costs[sent.isna() | (sent < 0)].iloc[0]
         raise ValueError(f'the cost table\'s sent must be a number of documents >= 0; got {at["sent"]} for '
                          f'{at["system"]} at budget {at["budget"]} on {at["collection"]}')
+    budgets = pd.to_numeric(costs['budget'], errors='coerce')
+    bad = budgets.isna() | (budgets < 1) | (budgets != budgets.round())
+    if bad.any():
+        at = costs[bad].iloc[0]
+        raise ValueError(f'the cost table\'s budget must be a positive integer; got {at["budget"]!r} for '
+                         f'{at["system"]} on {at["collection"]}')
     rerankers = costs['reranker'] if 'reranker' in costs.columns else pd.Series(None, index=costs.index, dtype=object)
     lookup = {}
-    for collection, system, budget, reranker, value in zip(costs['collection'], costs['system'], costs['budget'],
+    for collection, system, budget, reranker, value in zip(costs['collection'], costs['system'], budgets,
                                                            rerankers, sent):
-        key = (str(collection), str(system), int(budget), None if pd.isna(reranker) else str(reranker))
+        key = (str(collection), str(system), int(budget), None if pd.isna(reranker) else _reranker_label(reranker))
         if key in lookup and not np.isclose(lookup[key], value, rtol=0, atol=1e-9):
             which = '' if key[3] is None else f' with {key[3]}'
             raise ValueError(f'the cost table gives {system} at budget {budget} on {collection}{which} two costs '
                              f'({lookup[key]:.10g} and {value:.10g}); keep one measurement per system and budget')
         lookup[key] = float(value)
     return lookup
+
+
+def _reranker_label(text) -> str:
+    """A cost table's reranker as the sweep names it: ``'MiniLM'`` or ``'sigma=S'`` (``'sigma=1.0'`` is
+    ``'sigma=1'``); anything else is refused, so that a row meant for one reranker never goes unused."""
+    text = str(text).strip()
+    name, sep, value = text.partition('=')
+    if text == 'MiniLM':
+        return text
+    try:
+        if name.strip() == 'sigma' and sep:
+            return f'sigma={float(value):g}'
+    except ValueError:
+        pass
+    raise ValueError(f'the cost table names the reranker {text!r}; name it as the sweep does, \'MiniLM\' or '
+                     '\'sigma=S\' (e.g. sigma=0.25), or leave the cell empty for a cost that holds for every reranker')
+
+
+def _check_compared(system: str, baselines: Sequence[str], measures: Sequence[str]) -> None:
+    """Refuse a comparison with no baseline, the system among its baselines, a baseline named twice or a measure
+    that the sweep does not record."""
+    if not len(baselines):
+        raise ValueError('no baselines given: name at least one system to compare with, e.g. GAR')
+    if system in baselines:
+        raise ValueError(f'{system} is both the system and one of its baselines {list(baselines)}; compare it with '
+                         'the others')
+    repeated = sorted({b for b in baselines if list(baselines).count(b) > 1})
+    if repeated:
+        raise ValueError(f'the baselines repeat {" ".join(repeated)}: name each once')
+    unknown = [m for m in measures if m not in _MEASURES]
+    if unknown:
+        raise ValueError(f'no measure {", ".join(map(str, unknown))} in a sweep table; choose from '
+                         f'{", ".join(_MEASURES)}')
+
+
+def coverage_gaps(table: pd.DataFrame, systems: Sequence[str], *, budgets: Optional[Sequence[int]] = None,
+                  rerankers: Optional[Sequence[str]] = None, limit: int = 5) -> List[str]:
+    """Why a comparison of ``systems`` has no cell: per collection, the systems without a row, or the budgets and
+    rerankers (of those asked for; default every one of the table) some system lacks (at most ``limit`` phrases)."""
+    frame = _prepared(table)
+    budgets = sorted(frame.budget.unique()) if budgets is None else [int(b) for b in budgets]
+    rerankers = _rerankers(frame, rerankers)
+    gaps = []
+    for collection in dict.fromkeys(frame.collection):
+        here = frame[frame.collection == collection]
+        for name in systems:
+            mine = here[here.system == name]
+            where = f'{collection}: ' if collection else ''
+            if mine.empty:
+                gaps.append(f'{where}no rows of {name}')
+                continue
+            have = set(zip(mine.budget, mine.r))
+            lacking = [f'{r} at budget {b}' for b in budgets for r in rerankers if (b, r) not in have]
+            if lacking:
+                more = f' and {len(lacking) - 2} more' if len(lacking) > 2 else ''
+                gaps.append(f'{where}{name} has no rows for {", ".join(lacking[:2])}{more}')
+    return gaps[:limit]
 
 
 def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str = 'GAREN+',
@@ -638,6 +809,7 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
             row, or without the cost of a compared row (naming it).
     """
     _check_alpha(alpha)
+    _check_compared(system, baselines, measures)
     check_number('slack', slack, low=0, note='the share of the baseline\'s cost the system may send beyond it')
     sent = _cost_lookup(costs)
     frame = _prepared(table)
@@ -673,6 +845,8 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
                     base = base[base.seed.isin(mine_rows.seed)]  # the baseline paired to the system's seeds
                     if base.empty:
                         break
+                    _check_seeds(pd.concat([mine_rows, base]), system, f'with {r} ({baseline} at budget {budget}, '
+                                 f'{system} at {fits[-1]})')
                     theirs_sent.append(cost(collection, baseline, budget, r))
                     ours_sent.append(cost(collection, system, fits[-1], r))
                     per[collection] = (mine_rows, base)
@@ -709,6 +883,8 @@ def _matched_deltas(queries: pd.DataFrame, r: str, system: str, baseline: str, b
         here = queries[(queries.collection == collection) & (queries.r == r) & queries.seed.isin(seeds)]
         ours = here[(here.system == system) & (here.budget == matched[collection])].set_index(['seed', 'qid'])[measure]
         theirs = here[(here.system == baseline) & (here.budget == budget)].set_index(['seed', 'qid'])[measure]
+        if len(ours) and len(theirs):
+            _check_same_queries(ours, theirs, system, baseline, f'on {collection} with {r}')
         diff = (ours - theirs).dropna()
         out.append(diff.groupby(level='qid').mean().to_numpy() if len(diff) else np.empty(0))
     return out

@@ -22,6 +22,7 @@ matplotlib is imported inside the plotting functions only.
 from __future__ import annotations
 
 import math
+import warnings
 from collections import deque
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -30,7 +31,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._claims import (ALPHA, baseline_margins, budget_monotonicity, budget_values, claims_report, cost_matched_margins,
-                      fusion_weight_margins,
+                      coverage_gaps, fusion_weight_margins,
                       load_per_query, load_sweeps, monotonicity_summary, parse_sweep_files, per_query_path,
                       provenance_notes,
                       strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
@@ -50,7 +51,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'check_sweep_arguments', 'check_variants', 'parse_variants', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
            'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
-           'fusion_weight_margins', 'cost_matched_margins', 'budget_values', 'strength_response',
+           'fusion_weight_margins', 'cost_matched_margins', 'budget_values', 'coverage_gaps', 'strength_response',
            'load_per_query', 'per_query_path', 'parse_sweep_files', 'stratified_paired_test',
            'stratified_paired_interval', 'ALPHA',
            'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps']
@@ -368,7 +369,13 @@ def budget_swaps(smaller: pd.DataFrame, larger: pd.DataFrame, qrels: pd.DataFram
     def ranked(frame):
         if 'rank' not in frame.columns and 'score' not in frame.columns:
             raise ValueError(f'a run needs a rank or score column to order its documents; got {list(frame.columns)}')
-        return dict(tuple(_as_text(_ranked(frame)).groupby('qid', sort=False)))
+        frame = _as_text(_ranked(frame))
+        repeated = frame.duplicated(['qid', 'docno']).to_numpy()
+        if repeated.any():  # a document counts once, at its best-placed row
+            warnings.warn(f'budget_swaps: a run lists {int(repeated.sum())} documents again further down a query\'s '
+                          'ranking; each counts at its best-placed row', stacklevel=3)
+            frame = frame[~repeated]
+        return dict(tuple(frame.groupby('qid', sort=False)))
     small, large = ranked(smaller), ranked(larger)
     rows = []
     for qid, big in large.items():

@@ -163,3 +163,14 @@ def test_budget_swaps_keeps_the_input_order_of_tied_scores():
     qrels = pd.DataFrame({'qid': 'q', 'docno': top, 'label': 1})
     out = analysis.budget_swaps(smaller, larger, qrels, depth=10).iloc[0]
     assert (out.late, out.lost, out.gained, out.promoted) == (0, 0, 0, 0)  # the same ten, in both runs
+
+
+def test_a_document_listed_twice_counts_once_at_its_best_row():
+    qrels = pd.DataFrame({'qid': ['1', '1'], 'docno': ['d1', 'd9'], 'label': [1, 1]})
+    small = pd.DataFrame({'qid': ['1', '1'], 'docno': ['d1', 'd2'], 'score': [2., 1.]})
+    twice = pd.DataFrame({'qid': ['1'] * 4, 'docno': ['d9', 'd9', 'd1', 'd2'], 'score': [4., 4., 3., 2.]})
+    with pytest.warns(UserWarning, match="a run lists 1 documents again further down a query's ranking"):
+        out = analysis.budget_swaps(small, twice, qrels, depth=3, head=2)
+    # the larger run is d9 d1 d2: one late document (d9, relevant, in the top 2); recall +1/2, not +2/2
+    assert out.drop(columns=['qid', 'prefix']).iloc[0].to_dict() == {'late': 1, 'late_head': 1, 'gained': 1,
+                                                                      'promoted': 0, 'lost': 0, 'relevant': 2}
