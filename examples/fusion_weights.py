@@ -55,7 +55,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('files', nargs='+', metavar='WEIGHT:COLLECTION=PATH[,PATH...]')
     parser.add_argument('--system', default='GAREN+', help='the system compared (default: GAREN+)')
-    parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
+    parser.add_argument('--baselines', nargs='+',
+                        help='the baselines (default: GAR SlideGAR RGS, without --system)')
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers compared ('sigma=S' or 'MiniLM'; one the CSVs lack is skipped)")

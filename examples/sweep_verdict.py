@@ -92,13 +92,16 @@ def load_inputs(files, paired, system):
     return table, provenance, perquery
 
 
-def print_gaps(result, table, systems, budgets, rerankers):
-    """Under an empty table of cells, why: what the CSVs lack of the systems, budgets and rerankers asked for."""
+def print_gaps(result, table, systems, budgets, rerankers, otherwise='at the budgets and rerankers asked for'):
+    """Under an empty table of cells, why: what the CSVs lack of the systems, budgets and rerankers asked for
+    (``otherwise``: the reason when they lack nothing)."""
     if len(result):
         return
     gaps = analysis.coverage_gaps(table, systems, budgets=budgets, rerankers=rerankers)
-    print('\nno cell has ' + ', '.join(systems) + ' in every collection' +
-          (f' ({"; ".join(gaps)})' if gaps else ' at the budgets and rerankers asked for'))
+    if gaps:
+        print('\nno cell has ' + ', '.join(systems) + f' in every collection ({"; ".join(gaps)})')
+    else:
+        print(f'\nno cell: {otherwise}')
 
 
 def print_provenance(provenance, columns=('collection', 'file', 'status', 'code', 'date', 'queries')):
@@ -110,11 +113,18 @@ def print_provenance(provenance, columns=('collection', 'file', 'status', 'code'
         print(f'- {note}')
 
 
+#: the baselines of every verdict when --baselines is not given (less the system under test)
+BASELINES = ('GAR', 'SlideGAR', 'RGS')
+
+
 def parse_checked(parser, argv):
-    """``parser.parse_args(argv)``, refusing an ``--alpha`` outside (0, 1) with the fix."""
+    """``parser.parse_args(argv)``, refusing an ``--alpha`` outside (0, 1) with the fix; ``--baselines`` left out
+    is :data:`BASELINES` without ``--system`` (so ``--system RGS`` is compared with GAR and SlideGAR)."""
     args = parser.parse_args(argv)
     if not 0 < args.alpha < 1:
         parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
+    if getattr(args, 'baselines', ()) is None:
+        args.baselines = [b for b in BASELINES if b != args.system]
     return args
 
 
@@ -122,7 +132,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('files', nargs='+', metavar='COLLECTION=PATH[,PATH...]')
     parser.add_argument('--system', default='GAREN+', help='the system whose claims are checked (default: GAREN+)')
-    parser.add_argument('--baselines', nargs='+', default=['GAR', 'SlideGAR', 'RGS'])
+    parser.add_argument('--baselines', nargs='+',
+                        help='the baselines (default: GAR SlideGAR RGS, without --system)')
     parser.add_argument('--monotone', nargs='+', default=['GAREN', 'GAREN+'],
                         help='systems whose R@100 must not fall with the budget')
     parser.add_argument('--monotone-measure', default='R@100', choices=['R@100', 'nDCG@10'],

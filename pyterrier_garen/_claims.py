@@ -112,10 +112,11 @@ def _check_measured(frame: pd.DataFrame, where: str) -> None:
         values = pd.to_numeric(frame[measure], errors='coerce')
         if values.isna().any():
             row = frame[values.isna()].iloc[0]
+            query = f' qid {row.qid}' if 'qid' in frame.columns else ''
             raise ValueError(f'{where}: {row.system} {row.reranker} sigma={row.sigma} noise_seed={row.noise_seed} '
-                             f'partition_seed={row.partition_seed} budget={row.budget} has no {measure} (empty, NaN '
-                             f'or not a number; {int(values.isna().sum())} rows like this); a sweep writes every '
-                             'value: rerun it, or remove the row')
+                             f'partition_seed={row.partition_seed} budget={row.budget}{query} has no {measure} '
+                             f'(empty, NaN or not a number; {int(values.isna().sum())} rows like this); a sweep '
+                             'writes every value: rerun it, or remove the row')
 
 
 def _check_records(frames: Sequence[pd.DataFrame]) -> None:
@@ -125,15 +126,20 @@ def _check_records(frames: Sequence[pd.DataFrame]) -> None:
     seen: Dict[str, Tuple[str, str]] = {}  # collection_sha256 -> (name, file)
     named: Dict[str, Tuple[str, str]] = {}  # name -> (collection_sha256, file)
     counts: List[Tuple[str, str, set, int]] = []  # (name, file, reranker labels, queries)
-    names = {frame.collection.iloc[0] for frame in frames}
-    for frame in frames:
-        name, path = frame.collection.iloc[0], frame.file.iloc[0]
-        record = read_sidecar(path)
-        sha, queries = record.get('collection_sha256'), record.get('queries')
-        recorded = str(record.get('collection') or '').rstrip('/').rsplit('/', 1)[-1]  # a name, a path or an id
-        if recorded != name and recorded in names:
+    records = [(frame.collection.iloc[0], frame.file.iloc[0], read_sidecar(frame.file.iloc[0])) for frame in frames]
+    # the collection each record names, by its last part (a name, a path or an ir_datasets id)
+    claims = {(name, path): str(record.get('collection') or '').rstrip('/').rsplit('/', 1)[-1]
+              for name, path, record in records}
+    claimed: Dict[str, set] = {}
+    for (name, _), recorded in claims.items():
+        claimed.setdefault(name, set()).add(recorded)
+    for (name, path), recorded in claims.items():
+        # a swap: this file names another given collection, whose own files do not name it
+        if recorded and recorded != name and recorded in claimed and recorded not in claimed[recorded]:
             raise ValueError(f'{path} is given as {name}, but its record says it is a sweep of {recorded}, which is '
                              f'given too: are the two swapped? Give each name the files of its own collection')
+    for frame, (name, path, record) in zip(frames, records):
+        sha, queries = record.get('collection_sha256'), record.get('queries')
         if sha:
             other = named.setdefault(name, (sha, path))
             if other[0] != sha:
@@ -354,7 +360,7 @@ def _prepared(table: pd.DataFrame, keys: Sequence[str] = ()) -> pd.DataFrame:
     (``keys``: further columns kept apart, e.g. ``qid``)."""
     if 'collection' not in table.columns:
         table = table.assign(collection='')
-    _check_measured(table, 'the sweep table')
+    _check_measured(table, 'the per-query rows' if 'qid' in keys else 'the sweep table')
     frame = table.assign(r=_label(table), seed=table.noise_seed.fillna(-1).astype(int))
     return frame.groupby(['collection', 'system', 'r', 'seed', 'budget', *keys], sort=False)[list(_MEASURES)] \
         .mean().reset_index()
@@ -487,12 +493,12 @@ def baseline_margins(table: pd.DataFrame, system: str = 'GAREN+', baselines: Seq
     for budget in budgets:
         for r in _rerankers(frame, rerankers):
             cell = frame[(frame.budget == budget) & (frame.r == r)]
+            _check_seeds(cell, system, f'at budget {budget} with {r}')  # before the pairing drops their rows
             ours = cell[cell.system == system][['collection', 'seed']].drop_duplicates()
             cell = cell.merge(ours, on=['collection', 'seed'])  # the system's seeds only
             have = cell.groupby('collection').system.nunique()
             if len(have) < len(collections) or (have < len(baselines) + 1).any():
                 continue  # incomplete: someone did not run this cell in some collection
-            _check_seeds(cell, system, f'at budget {budget} with {r}')
             per = cell.groupby(['collection', 'system'])[list(measures)].mean()
             mean = per.groupby('system').mean()
             runs = _runs(raw, system, budget, r)
@@ -697,7 +703,7 @@ def _cost_lookup(costs: pd.DataFrame) -> Dict[Tuple[str, str, int, Optional[str]
         raise ValueError(f'the cost table\'s sent must be a number of documents >= 0; got {at["sent"]} for '
                          f'{at["system"]} at budget {at["budget"]} on {at["collection"]}')
     budgets = pd.to_numeric(costs['budget'], errors='coerce')
-    bad = budgets.isna() | (budgets < 1) | (budgets != budgets.round())
+    bad = ~np.isfinite(budgets) | (budgets < 1) | (budgets != budgets.round())
     if bad.any():
         at = costs[bad].iloc[0]
         raise ValueError(f'the cost table\'s budget must be a positive integer; got {at["budget"]!r} for '
@@ -842,11 +848,9 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
                         break
                     matched[collection] = int(fits[-1])
                     mine_rows = ours[ours.budget == fits[-1]]
-                    base = base[base.seed.isin(mine_rows.seed)]  # the baseline paired to the system's seeds
-                    if base.empty:
-                        break
                     _check_seeds(pd.concat([mine_rows, base]), system, f'with {r} ({baseline} at budget {budget}, '
                                  f'{system} at {fits[-1]})')
+                    base = base[base.seed.isin(mine_rows.seed)]  # the baseline paired to the system's seeds
                     theirs_sent.append(cost(collection, baseline, budget, r))
                     ours_sent.append(cost(collection, system, fits[-1], r))
                     per[collection] = (mine_rows, base)

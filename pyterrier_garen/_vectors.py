@@ -42,6 +42,9 @@ class VectorComponent(Rebuildable, pt.Transformer):
     ``encoder`` stays as given (``None`` = the packaged MiniLM, loaded on first use), so the repr rebuilds the object.
     """
 
+    #: rows scored -inf because their cosine was not finite (over every call; warned once)
+    nonfinite_scores: int = 0
+
     def __init__(self, vectors, encoder=None):
         self.vectors = vectors
         self.encoder = encoder
@@ -92,10 +95,13 @@ class VectorComponent(Rebuildable, pt.Transformer):
         scores = np.asarray(scores, dtype=np.float64)
         broken = ~np.isfinite(scores)
         if broken.any():
-            examples = list(dict.fromkeys(str(d) for d in inp['docno'].to_numpy()[broken]))[:3]
-            warnings.warn(f'{self!r}: {int(broken.sum())} of {len(scores)} rows have no finite cosine (a stored '
-                          f'vector or the query\'s holds NaN or inf; docno {examples}); they score -inf and rank last. '
-                          'Re-encode those documents (encode_corpus) or check the encoder', stacklevel=3)
+            if not self.nonfinite_scores:
+                examples = list(dict.fromkeys(str(d) for d in inp['docno'].to_numpy()[broken]))[:3]
+                warnings.warn(f'{self!r}: {int(broken.sum())} of {len(scores)} rows have no finite cosine (a stored '
+                              f'vector or the query\'s holds NaN or inf; docno {examples}); they score -inf and rank '
+                              'last (counted in nonfinite_scores; warned once). Re-encode those documents '
+                              '(encode_corpus) or check the encoder', stacklevel=3)
+            self.nonfinite_scores += int(broken.sum())
             scores = np.where(broken, -np.inf, scores)
         out = inp.assign(score=scores)
         return pt.model.add_ranks(out.drop(columns=['rank'], errors='ignore'))

@@ -36,6 +36,7 @@ from ._claims import (ALPHA, baseline_margins, budget_monotonicity, budget_value
                       provenance_notes,
                       strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
 from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
+from ._frames import numeric_order
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, check_sweep_arguments, check_variants, judged_topics,
@@ -63,7 +64,9 @@ def _as_text(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ranked(run: pd.DataFrame) -> pd.DataFrame:
-    """A run in its ranked order: by ``rank`` where it has one, else by descending ``score``, else as given."""
+    """A run in its ranked order: by ``rank`` where it has one, else by descending ``score``, else as given (a
+    column of numbers written as text read as numbers)."""
+    run = numeric_order(run, 'the run')
     order = [c for c in ('rank', 'score') if c in run.columns][:1]
     return run.sort_values(order, ascending='rank' in order, kind='stable') if order else run
 

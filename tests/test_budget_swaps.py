@@ -174,3 +174,14 @@ def test_a_document_listed_twice_counts_once_at_its_best_row():
     # the larger run is d9 d1 d2: one late document (d9, relevant, in the top 2); recall +1/2, not +2/2
     assert out.drop(columns=['qid', 'prefix']).iloc[0].to_dict() == {'late': 1, 'late_head': 1, 'gained': 1,
                                                                       'promoted': 0, 'lost': 0, 'relevant': 2}
+
+
+def test_ranks_written_as_text_order_as_numbers():
+    qrels = pd.DataFrame({'qid': ['1'], 'docno': ['d2'], 'label': [1]})
+    small = pd.DataFrame({'qid': ['1'] * 3, 'docno': ['d1', 'd2', 'd3'], 'rank': ['0', '1', '2']})
+    # as text '10' < '2': d11 would rank third and push d2 out of the top 2
+    large = pd.DataFrame({'qid': ['1'] * 12, 'docno': [f'd{i}' for i in range(1, 13)],
+                          'rank': [str(i) for i in range(12)]})
+    out = analysis.budget_swaps(small, large, qrels, depth=2, head=1)
+    assert out.drop(columns=['qid', 'prefix']).iloc[0].to_dict() == {'late': 0, 'late_head': 0, 'gained': 0,
+                                                                      'promoted': 0, 'lost': 0, 'relevant': 1}

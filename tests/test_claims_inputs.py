@@ -28,6 +28,17 @@ def test_a_baseline_without_a_noise_seed_the_system_has_is_refused():
     assert out.delta.tolist() == [pytest.approx(.1)]
 
 
+def test_a_baseline_with_none_of_the_systems_seeds_is_refused_too():
+    perquery = per_query_rows()
+    # on b, B ran seed 2 only: pairing would drop all its rows there and leave the cell out without a word
+    other = perquery[~((perquery.system == 'B') & (perquery.collection == 'b'))]
+    moved = perquery[(perquery.system == 'B') & (perquery.collection == 'b') & (perquery.noise_seed == 0)]
+    table = means(pd.concat([other, moved.assign(noise_seed=2.0)], ignore_index=True))
+    with pytest.raises(ValueError, match=r'^b: B at budget 100 with sigma=1 has no run with noise seed 0, 1, which S '
+                                         r'has'):
+        analysis.baseline_margins(table, 'S', ['B'])
+
+
 def test_a_paired_test_over_queries_one_system_lacks_is_refused():
     perquery = per_query_rows()
     # B's qids written without their leading zero: '00' and '0' are different queries to the test
@@ -45,7 +56,12 @@ def test_a_paired_test_over_queries_one_system_lacks_is_refused():
 def test_a_row_without_a_value_is_refused_wherever_it_is_read(tmp_path):
     table = means(per_query_rows())
     table.loc[3, 'R@100'] = math.nan
-    said = r'has no R@100 \(empty, NaN or not a number; 1 rows like this\); a sweep writes every value'
+    said = r'^the sweep table: .* has no R@100 \(empty, NaN or not a number; 1 rows like this\); a sweep writes every'
+    perquery = per_query_rows()
+    perquery.loc[4, 'nDCG@10'] = math.nan
+    with pytest.raises(ValueError, match=r'^the per-query rows: B simulated sigma=1\.0 noise_seed=0\.0 '
+                                         r'partition_seed=42 budget=100 qid 01 has no nDCG@10'):
+        analysis.baseline_margins(means(per_query_rows()), 'S', ['B'], perquery=perquery)
     for call in (lambda: analysis.baseline_margins(table, 'S', ['B']),
                  lambda: analysis.budget_values(table, ['S'], 'R@100'),
                  lambda: analysis.budget_monotonicity(table, ['S'])):
@@ -108,6 +124,9 @@ def test_records_that_disagree_on_the_collection_or_its_queries_are_refused(tmp_
     with pytest.raises(ValueError, match=r'a\.csv is given as b, but its record says it is a sweep of a, which is '
                                          r'given too: are the two swapped\?'):
         analysis.load_sweeps({'b': a, 'a': b})
+    # one collection's name is the last part of another's path: two collections, each claiming its own name
+    _record(b, collection='/data/expanded/a', collection_sha256='ccc', queries=2)
+    assert len(analysis.load_sweeps({'a': a, 'a-expanded': b})) == 8
     _record(b, collection_sha256='aaa', queries=2)
     # other rerankers in the second file: their own comparison, its own queries
     other = means(perquery[perquery.collection == 'b']).drop(columns='collection').assign(sigma=2.0)
@@ -126,10 +145,12 @@ def test_cost_rows_name_their_reranker_as_the_sweep_does():
         with pytest.raises(ValueError, match=f"the cost table names the reranker '{label}'; name it as the sweep "
                                              "does, 'MiniLM' or 'sigma=S'"):
             analysis.cost_matched_margins(table(), COSTS.assign(reranker=label), 'GAREN+', ['RGS'])
-    bad = COSTS.astype({'budget': object})
-    bad.loc[0, 'budget'] = math.nan
-    with pytest.raises(ValueError, match=r"the cost table's budget must be a positive integer; got nan for GAREN\+"):
-        analysis.cost_matched_margins(table(), bad, 'GAREN+', ['RGS'])
+    for value in (math.nan, math.inf, 0, 50.5):
+        bad = COSTS.astype({'budget': object})
+        bad.loc[0, 'budget'] = value
+        with pytest.raises(ValueError, match=f"the cost table's budget must be a positive integer; got {value!r} for "
+                                             r"GAREN\+"):
+            analysis.cost_matched_margins(table(), bad, 'GAREN+', ['RGS'])
 
 
 @pytest.mark.parametrize(('baselines', 'measures', 'message'), [

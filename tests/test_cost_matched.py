@@ -163,6 +163,13 @@ def test_the_command(tmp_path, capsys):
                  '--rerankers', 'sigma=1', '--budgets', '100'])
     out = capsys.readouterr().out
     assert '| RGS | 100 | sigma=1 | nDCG@10 | 200 | 410.0000 | 380.0000 | 0.5850 | 0.6000 | +0.0150 | yes |' in out
+    # RGS at 50 in c2 sends 70, below GAREN+'s smallest cost (80): no cell, and the table says why
+    script.main([*files, '--costs', str(costs), '--baselines', 'RGS', '--rerankers', 'sigma=1', '--budgets', '50'])
+    assert "no cell: in some collection GAREN+'s smallest budget already sends more documents than the baseline at " \
+        'each budget asked for' in capsys.readouterr().out
+    # without --baselines, the default three less the system itself (no SlideGAR-against-SlideGAR refusal)
+    script.main([*files, '--costs', str(costs), '--system', 'SlideGAR', '--rerankers', 'sigma=1', '--budgets', '100'])
+    assert 'SlideGAR at no more documents sent than each of GAR, RGS' in capsys.readouterr().out
     with pytest.raises(SystemExit) as exit_:
         script.main([*files, '--costs', str(tmp_path / 'none.csv')])
     assert 'none.csv' in str(exit_.value)
@@ -314,10 +321,15 @@ def test_defaults_seeds_a_baseline_lacks_and_the_row_a_bad_cost_names():
     out = analysis.cost_matched_margins(table(), COSTS)
     assert sorted(set(out.baseline)) == ['RGS', 'SlideGAR']
     assert len(out) == 2 * 5  # RGS at 100 and 200, SlideGAR at 50, 100 and 200; nDCG@10 and R@100
-    # RGS ran noise seed 1 only where GAREN+ ran seed 0: no pair, the cell is left out and the next one is kept
+    # RGS ran noise seed 1 only where GAREN+ ran seed 0: no pair, which is refused (as a seed RGS lacks among
+    # several would be), naming the cell; with the pair there the cell is kept
     specs = [*[('c1', 'GAREN+', r, 0, 42, 100, .5, .5) for r in ('sigma=0.5', 'sigma=1')],
              ('c1', 'RGS', 'sigma=0.5', 1, 42, 100, .4, .4), ('c1', 'RGS', 'sigma=1', 0, 42, 100, .4, .4)]
-    out = analysis.cost_matched_margins(rows(*specs), COSTS, 'GAREN+', ['RGS'], measures=['nDCG@10'])
+    with pytest.raises(ValueError, match=r'^c1: RGS with sigma=0\.5 \(RGS at budget 100, GAREN\+ at 100\) has no run '
+                                         r'with noise seed 0, which GAREN\+ has'):
+        analysis.cost_matched_margins(rows(*specs), COSTS, 'GAREN+', ['RGS'], measures=['nDCG@10'])
+    out = analysis.cost_matched_margins(rows(*specs), COSTS, 'GAREN+', ['RGS'], measures=['nDCG@10'],
+                                        rerankers=['sigma=1'])
     assert out.reranker.tolist() == ['sigma=1']
     # a cost of 0 before the negative one: the message names the negative one
     bad = pd.concat([pd.DataFrame([('c1', 'BM25', 100, 0.)], columns=['collection', 'system', 'budget', 'sent']),

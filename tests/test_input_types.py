@@ -144,6 +144,12 @@ def test_a_stored_vector_that_is_not_finite_scores_minus_infinity_with_a_warning
     assert out.sort_values('rank').docno.tolist() == ['d0', 'd2', 'd1']
     np.testing.assert_allclose(out.set_index('docno').score[['d0', 'd2']], [1, 2 ** -.5], rtol=1e-6)
     assert out.set_index('docno').score['d1'] == -np.inf
+    # warned once, counted every time (a search calls its scorer many times per query)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        scorer(first_stage(['d1', 'd2']))
+    assert [str(w.message) for w in caught if 'finite cosine' in str(w.message)] == []
+    assert scorer.nonfinite_scores == 2
 
 
 class _Groups:
