@@ -643,7 +643,7 @@ def _check_seeds(cell: pd.DataFrame, system: str, where: str) -> None:
         for other, theirs in rows[rows.system != system].groupby('system', sort=False):
             lacking = sorted(mine - set(theirs.seed))
             if lacking:
-                seeds = ', '.join('none (MiniLM)' if s == -1 else str(s) for s in lacking)
+                seeds = ', '.join(map(str, lacking))
                 raise ValueError(f'{collection or "the table"}: {other} {where} has no run with noise seed {seeds}, '
                                  f'which {system} has; the comparison pairs the seeds: run {other} with them too, or '
                                  f'leave {system}\'s out')

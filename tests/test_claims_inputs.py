@@ -190,3 +190,85 @@ def test_the_scripts_say_why_and_refuse_in_one_line(tmp_path, capsys):
     c = write_sweep(tmp_path, 'c', lacking[lacking.collection == 'a'])
     with pytest.raises(SystemExit, match=r'^error: a: B at budget 100 with sigma=1 has no run with noise seed 1'):
         script.main([f'a={c}', '--system', 'S', '--baselines', 'B', '--rerankers', 'sigma=1'])
+
+
+def test_measures_written_as_words_and_the_whole_message():
+    table = means(per_query_rows())
+    table['R@100'] = table['R@100'].astype(object)
+    table.loc[3, 'R@100'] = 'n/a'
+    with pytest.raises(ValueError) as info:
+        analysis.baseline_margins(table, 'S', ['B'])
+    row = table.loc[3]
+    assert str(info.value) == (f'the sweep table: {row.system} simulated sigma=1.0 noise_seed={row.noise_seed} '
+                               'partition_seed=42 budget=100 has no R@100 (empty, NaN or not a number; 1 rows like '
+                               'this); a sweep writes every value: rerun it, or remove the row')
+
+
+def test_a_swap_is_seen_through_a_recorded_path_with_a_trailing_slash(tmp_path):
+    perquery = per_query_rows()
+    a = write_sweep(tmp_path, 'a', perquery[perquery.collection == 'a'])
+    b = write_sweep(tmp_path, 'b', perquery[perquery.collection == 'b'])
+    _record(a, collection='/data/x/a/')
+    _record(b, collection='b')
+    assert len(analysis.load_sweeps({'a': a, 'b': b})) == 8
+    with pytest.raises(ValueError, match='is given as b, but its record says it is a sweep of a'):
+        analysis.load_sweeps({'b': a, 'a': b})
+
+
+def test_a_system_measured_on_fewer_queries_than_its_baseline_is_refused():
+    perquery = per_query_rows()
+    fewer = perquery[~((perquery.system == 'S') & (perquery.qid == '02') & (perquery.collection == 'a'))]
+    with pytest.raises(ValueError, match=r"name different queries \(2 and 3, 2 in common; e\.g\. \['02'\] in one "
+                                         r"only\)"):
+        analysis.baseline_margins(means(perquery), 'S', ['B'], perquery=fewer)
+
+
+def test_cost_budgets_and_reranker_names_at_their_edges():
+    from test_cost_matched import COSTS, table
+    # budget 1 is a budget; a word is not
+    one = pd.concat([COSTS, pd.DataFrame([('c1', 'BM25', 1, 0.)], columns=['collection', 'system', 'budget', 'sent'])],
+                    ignore_index=True)
+    base = analysis.cost_matched_margins(table(), COSTS, 'GAREN+', ['RGS'], measures=['nDCG@10'])
+    pd.testing.assert_frame_equal(analysis.cost_matched_margins(table(), one, 'GAREN+', ['RGS'], measures=['nDCG@10']),
+                                  base)
+    words = COSTS.astype({'budget': object})
+    words.loc[2, 'budget'] = 'lots'
+    with pytest.raises(ValueError, match="the cost table's budget must be a positive integer; got 'lots'"):
+        analysis.cost_matched_margins(table(), words, 'GAREN+', ['RGS'])
+    # 'MiniLM' rows are kept apart from the sigma rows: a MiniLM cost of 0 for RGS changes nothing under sigma 1
+    minilm = pd.concat([COSTS.assign(reranker=None), COSTS[COSTS.system == 'RGS'].assign(reranker='MiniLM', sent=0.)],
+                       ignore_index=True)
+    pd.testing.assert_frame_equal(
+        analysis.cost_matched_margins(table(), minilm, 'GAREN+', ['RGS'], measures=['nDCG@10']), base)
+    with pytest.raises(ValueError, match="names the reranker 'noise=1'"):
+        analysis.cost_matched_margins(table(), COSTS.assign(reranker='noise=1'), 'GAREN+', ['RGS'])
+
+
+def test_coverage_gaps_count_what_they_leave_out():
+    specs = [('a', 'S', f'sigma={s}', 0, 42, b, .5, .5) for s in (0.25, 0.5, 1) for b in (100, 200)]
+    specs += [('a', 'B', 'sigma=1', 0, 42, 100, .4, .4)]
+    table = rows(*specs)
+    # B lacks five of the six (reranker, budget) pairs: two are named, three counted
+    assert analysis.coverage_gaps(table, ['S', 'B']) == [
+        'a: B has no rows for sigma=0.25 at budget 100, sigma=0.5 at budget 100 and 3 more']
+    # only the rerankers asked for; a first system absent does not stop the second from being looked at
+    assert analysis.coverage_gaps(table, ['X', 'B'], rerankers=['sigma=1']) == [
+        'a: no rows of X', 'a: B has no rows for sigma=1 at budget 200']
+    # a table without a collection column names no collection; the list stops at `limit`
+    flat = table.drop(columns='collection')
+    assert analysis.coverage_gaps(flat, ['X', 'B'], rerankers=['sigma=1'], budgets=[200]) == [
+        'no rows of X', 'B has no rows for sigma=1 at budget 200']
+    many = [f'X{i}' for i in range(7)]
+    assert analysis.coverage_gaps(table, many) == [f'a: no rows of X{i}' for i in range(5)]
+    assert len(analysis.coverage_gaps(table, many, limit=6)) == 6
+
+
+def test_coverage_gaps_name_two_and_count_from_the_third():
+    # B lacks exactly two pairs: both named, nothing counted; exactly three: two named and 1 more
+    two = rows(*[('a', 'S', 'sigma=1', 0, 42, b, .5, .5) for b in (100, 200, 400)],
+               ('a', 'B', 'sigma=1', 0, 42, 100, .4, .4))
+    assert analysis.coverage_gaps(two, ['B']) == ['a: B has no rows for sigma=1 at budget 200, sigma=1 at budget 400']
+    three = rows(*[('a', 'S', 'sigma=1', 0, 42, b, .5, .5) for b in (50, 100, 200, 400)],
+                 ('a', 'B', 'sigma=1', 0, 42, 100, .4, .4))
+    assert analysis.coverage_gaps(three, ['B']) == [
+        'a: B has no rows for sigma=1 at budget 50, sigma=1 at budget 200 and 1 more']

@@ -113,6 +113,19 @@ def test_a_second_answer_with_another_score_is_named_and_the_first_is_used():
     assert ranked.docno.tolist() == [*DOCS[1:], 'd0']  # d1's repeated answer, with the same score, is no conflict
 
 
+def test_a_second_answer_that_is_nan_where_the_first_was_a_number_is_named():
+    class Then(DictScorer):
+        """Answers every row, then d2 again: NaN after its number, and d3 again: a number after NaN."""
+        def transform(self, inp):
+            out = super().transform(inp)
+            out.loc[out.docno == 'd3', 'score'] = np.nan
+            again = out[out.docno.isin(['d2', 'd3'])].assign(score=lambda f: np.where(f.docno == 'd2', np.nan, 5.))
+            return pd.concat([out, again], ignore_index=True)
+    with pytest.warns(UserWarning, match=r'returned 2 more rows with another score for a \(qid, docno\)'):
+        SlidingWindowReranker(Then({d: 12 - i for i, d in enumerate(DOCS)}), window=12, stride=6,
+                              budget=12)(first_stage(DOCS))
+
+
 def _groups(tmp_path):
     docnos = [f'd{i:02d}' for i in range(20)]
     edges = np.stack([[(i + 1) % 20, (i + 2) % 20] for i in range(20)])
