@@ -12,6 +12,7 @@ from _vector_stubs import TableEncoder
 
 import pyterrier_garen
 from pyterrier_garen import GroupCorpusGraph, OpenAIEngine, SummaryNavigator, build_systems, prepare
+from pyterrier_garen._registry import SYSTEM_NAMES
 
 # ---------------------------------------------------------------------------------------------------------------------
 # P(yes) when the server returns the log-probability of one answer token only
@@ -175,3 +176,33 @@ def test_a_budget_that_leaves_a_search_no_adaptive_step_warns_naming_it(budget, 
         assert messages == [f'budget={budget} leaves {named} no adaptive step: they re-rank only the first-stage top '
                             f'{budget} (a window search looks further only at a budget above its window of 20 '
                             'documents, GAR above its batch of 16); use a larger budget, e.g. 100 as in the paper']
+
+
+@pytest.mark.parametrize('name', list(SYSTEM_NAMES))
+def test_each_systems_declared_limit_is_where_it_starts_to_look_beyond_the_first_stage(name):
+    """What ``System.adapts_above`` declares, measured on the toy graph: at that budget the system returns only
+    first-stage top-budget documents for every query; at one more, SlideGAR, GAR, RGS and the paper's GAREN return
+    others for some query (GAREN+ may spend that one document on the first stage: its adaptive interleave mixes
+    first-stage documents into its windows),
+    and at ten more every one of them does. A system declared 0 never does, at any budget."""
+    from _toy_graph import toy_components
+
+    from pyterrier_garen import _registry
+    from pyterrier_garen._compare import _window
+    spec = _registry.system(name)
+    limit = spec.adapts_above if spec.adapts_above is not None else _window()
+
+    def beyond(budget):
+        components, inp = toy_components(budget=budget)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')
+            out = spec.factory(components)(inp)
+        top = {q: set(g.sort_values('rank').docno[:budget]) for q, g in inp.groupby('qid')}
+        return sum(len(set(g.docno) - top[q]) for q, g in out.groupby('qid'))
+    if limit == 0:
+        assert beyond(25) == 0
+    else:
+        assert beyond(limit) == 0
+        assert beyond(limit + 10) > 0
+        if name != 'GAREN+':
+            assert beyond(limit + 1) > 0
