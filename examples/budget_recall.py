@@ -165,6 +165,10 @@ def main(argv=None):
         variants = analysis.parse_variants(args.variant)
     except ValueError as ex:
         parser.error(str(ex))
+    if not args.sigmas and not args.minilm:
+        parser.error('--sigmas without values runs MiniLM only: add --minilm, or give at least one sigma')
+    if not args.systems and not variants:
+        parser.error('--systems without values runs nothing: name at least one system (or give a --variant)')
 
     dataset = load_dataset(args.dataset)
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps

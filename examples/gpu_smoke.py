@@ -94,6 +94,11 @@ def make_engines(args, device, workdir, dataset):
 
 def main(argv=None):
     args = parse_args(argv)
+    for bad, text in ((args.queries < 0, f'--queries {args.queries}: give a number of topics >= 0 (0: all)'),
+                      (args.budget < 1, f'--budget {args.budget}: give a number of documents >= 1 (e.g. 100)')):
+        if bad:  # before anything is prepared or summarised; exit status 2, as every user error
+            print(f'error: {text}', file=sys.stderr)
+            return 2
     os.environ.setdefault('VLLM_CPU_KVCACHE_SPACE', '1')
     device = device_of(args.device)
     reason = skip_reason(args.engine, device)
@@ -153,4 +158,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    from pyterrier_garen import command_errors
+    with command_errors():  # a bad collection or option: one line 'error: ...', exit status 2
+        sys.exit(main())

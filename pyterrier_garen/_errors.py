@@ -36,10 +36,16 @@ def one_line(text: str) -> str:
 
 
 def is_network_error(ex: BaseException) -> bool:
+    """Whether ``ex`` says the network could not be reached, including ir_datasets' ``RuntimeError('All download
+    sources failed', [(source, error), ...])`` when every one of its errors does."""
     import socket
     import urllib.error
     if isinstance(ex, (socket.gaierror, socket.timeout, urllib.error.URLError, ConnectionError)):
         return True
+    if type(ex) is RuntimeError and len(ex.args) == 2 and ex.args[0] == 'All download sources failed' \
+            and isinstance(ex.args[1], list) and ex.args[1]:
+        return all(isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], BaseException)
+                   and is_network_error(item[1]) for item in ex.args[1])
     try:
         import requests
     except ImportError:

@@ -5,6 +5,7 @@ Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are import
 from __future__ import annotations
 
 import contextlib
+import re
 import os
 import sys
 import warnings
@@ -469,12 +470,27 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
             shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
         for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any
             check_np_topk(built.parent)
+        larger = _larger_graph(Path(index.index_path), k)
+        if larger is not None:  # pyterrier_dr would load it through an abstract class, and fail (pyterrier_dr 0.x)
+            graph = pt.Artifact.load(str(larger)).to_limit_k(k)
+            check_docnos(graph._docnos)  # an np_topk graph cut to k: the same docno table
+            return graph
         with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
             # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
             warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
             graph = index.corpus_graph(k, batch_size=batch)
     check_docnos(graph._docnos)
     return graph
+
+
+def _larger_graph(folder: Path, k: int) -> Optional[Path]:
+    """The built ``corpusgraph_k<K>`` of a FlexIndex folder with the smallest ``K`` above ``k``, when there is no
+    ``corpusgraph_k<k>`` (the graph pyterrier_dr would cut down to ``k`` neighbours), else ``None``."""
+    if (folder / f'corpusgraph_k{k}' / 'pt_meta.json').is_file():
+        return None
+    found = [(int(m.group(1)), p.parent) for p in folder.glob('corpusgraph_k*/pt_meta.json')
+             if (m := re.fullmatch(r'corpusgraph_k([0-9]+)', p.parent.name)) and int(m.group(1)) > k]
+    return min(found)[1] if found else None
 
 
 #: Vectors compared at once while ``pyterrier_dr`` builds a dense k-NN graph (its own default).

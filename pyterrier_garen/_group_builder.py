@@ -17,6 +17,7 @@ import numpy as np
 from ._atomic import building, exclusive, read_meta, recover, write_array
 from ._graphs import write_docnos
 from ._io import write_json
+from ._params import check_int, check_number
 
 __all__ = ['build_group_graph', 'graph_arrays', 'fingerprint', 'ARTIFACT_TYPE', 'ARTIFACT_FORMAT', 'FORMAT_VERSION']
 
@@ -69,9 +70,21 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
                          'collection or its corpus graph empty?)')
     if edges.ndim != 2 or edges.shape[0] != n or weights.shape != edges.shape:
         raise ValueError(f'edges {edges.shape} and weights {weights.shape} must both have shape ({n}, k)')
+    if edges.shape[1] == 0:
+        raise ValueError(f'edges {edges.shape} hold no neighbour per document (k = 0); give each document at least '
+                         'one (a document without neighbours lists its own position, as pyterrier-adaptive pads)')
     _check_edges(edges, weights, n)
+    # the partition's settings are checked whether Leiden runs or the labels are given: they are recorded either way
+    check_int('max_group_size', max_group_size, low=1 if labels is not None else 2)
+    check_number('resolution', resolution, low=0, low_open=True)
+    check_number('randomness', randomness, low=0, low_open=True)
+    check_int('seed', seed)
+    given = _labels(labels, n) if labels is not None else None
     if len(set(docnos)) != n:
-        raise ValueError('docnos must be unique')
+        seen: set = set()
+        repeated = next(d for d in docnos if d in seen or seen.add(d))
+        raise ValueError(f'docnos must be unique: {repeated!r} is given {docnos.count(repeated)} times (docnos are '
+                         'compared as text, so 12 and "12" are one)')
     # store documents in string-sorted docno order: npids then round-trips every docno (see docs/decisions.md)
     order = np.argsort(np.asarray(docnos, dtype=object), kind='stable')
     new_id = np.empty(n, dtype=np.int64)
@@ -85,16 +98,23 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
     with exclusive(path):
         recover(path)  # an interrupted swap of an earlier rebuild is undone before anything is compared
         existing = read_meta(path) if not path.is_symlink() else None
-        if existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE, ARTIFACT_FORMAT) \
-                and not overwrite:
+        ours = existing is not None and (existing.get('type'), existing.get('format')) == (ARTIFACT_TYPE,
+                                                                                            ARTIFACT_FORMAT)
+        if ours and not overwrite:
             stored = {k: existing.get('partition', {}).get(k) for k in params}
             same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
-            if stored == params and same_graph:
-                _warn_if_other_version(path, existing, labels is None)
-                return path
             diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
+            if not diff and same_graph:
+                other = _other_input(path, existing, weights, given, order)
+                if other is None:
+                    _warn_if_other_version(path, existing, labels is None)
+                    return path
+                raise FileExistsError(f'{path} already holds a GroupCorpusGraph of this graph, built from {other}; '
+                                      'pass overwrite=True to rebuild it')
             raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
                                   f'{diff or "other graph"}; pass overwrite=True to rebuild it')
+        if ours and overwrite:
+            _check_only_artifact_files(path)
         started = time.time()
         if labels is None:
             params['version'] = PARTITION_VERSION
@@ -107,9 +127,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
             # strict JSON: no NaN
             modularity = float(modularity) if modularity is not None and np.isfinite(modularity) else None
         else:
-            raw = np.asarray(labels)
-            if len(raw) != n:
-                raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
+            raw = given
             # labels 0..G-1 (all used) are kept as group ids; anything else is renumbered in sorted label order
             _, group_labels = np.unique(raw, return_inverse=True)
             group_labels = group_labels.reshape(-1)[order]
@@ -134,6 +152,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
                           'seconds': round(time.time() - started, 3), 'stage_seconds': stages,
                           'stage_cpu_seconds': cpu_stages},
             'source_graph': source, 'graph_sha256': fingerprint(sorted_docnos, edges), 'summaries': None,
+            'weights_sha256': _weights_fingerprint(weights),
         }
         # build beside the target and swap it in (pt_meta.json last): a half-built folder is never taken for a built
         # one, an existing artifact is replaced only when it is a GroupCorpusGraph and overwrite=True, and only once
@@ -148,6 +167,31 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
             write_array(member_order.astype(np.uint32), tmp / 'group_members.u32.np')
             write_json(tmp / 'pt_meta.json', meta)  # last: its presence marks a complete artifact
     return path
+
+
+def _labels(labels: Any, n: int) -> np.ndarray:
+    """``labels`` as one group label per document: a flat sequence (or one column) of ``n`` numbers or texts, none
+    missing."""
+    raw = np.asarray(labels, dtype=object)
+    if raw.ndim == 2 and raw.shape[1:] == (1,):  # a column
+        raw, labels = raw[:, 0], np.asarray(labels)[:, 0]
+    if raw.ndim != 1:
+        raise ValueError(f'labels must hold one group label per document ({n}), a flat sequence; got one of shape '
+                         f'{raw.shape}')
+    if len(raw) != n:
+        raise ValueError(f'labels has {len(raw)} entries, expected one per document ({n})')
+    missing = [i for i, value in enumerate(raw) if value is None or (isinstance(value, float) and value != value)]
+    if missing:
+        raise ValueError(f'labels[{missing[0]}] is missing (None or NaN; {len(missing)} like this): every document '
+                         'needs its group label')
+    kinds = {type(value).__name__ for value in raw if not isinstance(value, (int, np.integer))}
+    if kinds and not all(isinstance(value, str) for value in raw):
+        try:
+            return np.asarray(labels, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f'labels mix numbers and {", ".join(sorted(kinds))}: give every document a label of one '
+                             'kind (numbers, or texts)') from None
+    return np.asarray(labels)
 
 
 def _positions(edges) -> np.ndarray:
@@ -208,7 +252,67 @@ def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> No
 
 
 def fingerprint(docnos: Sequence[str], edges: np.ndarray) -> str:
-    """SHA-256 of the docnos and edges (in stored order): tells whether a rebuild request names the same graph."""
-    digest = hashlib.sha256('\n'.join(docnos).encode())
+    """SHA-256 of the docnos and edges (in stored order): tells whether a rebuild request names the same graph.
+
+    The docnos are joined by newlines, as every artifact so far records them; where a docno holds a newline that
+    join is ambiguous (``['a\\nb', 'c']`` against ``['a', 'b\\nc']``), so each docno is then written with its
+    length first."""
+    if any('\n' in d for d in docnos):
+        digest = hashlib.sha256(b'length-prefixed')
+        for docno in docnos:
+            data = docno.encode()
+            digest.update(len(data).to_bytes(8, 'little') + data)
+    else:
+        digest = hashlib.sha256('\n'.join(docnos).encode())
     digest.update(np.ascontiguousarray(edges, dtype=np.uint32).tobytes())
     return digest.hexdigest()
+
+
+def _weights_fingerprint(weights: np.ndarray) -> str:
+    """SHA-256 of the weights as the artifact stores them (float16, in stored order)."""
+    return hashlib.sha256(np.ascontiguousarray(weights, dtype=np.float16).tobytes()).hexdigest()
+
+
+def _other_input(path: Path, meta: Dict[str, Any], weights: np.ndarray, labels: Optional[Sequence[int]],
+                 order: np.ndarray) -> Optional[str]:
+    """What differs between an existing artifact of the same graph and parameters and a request (``None``: nothing):
+    other weights (by the recorded ``weights_sha256``, else the stored weights themselves) or, for a partition
+    given as labels, other groups (up to their numbering)."""
+    stored = meta.get('weights_sha256')
+    if stored is None:  # an artifact from before the weights were recorded: compare the stored weights
+        old = np.fromfile(path / 'weights.f16.np', dtype=np.float16)
+        same = old.size == weights.size and old.tobytes() == np.ascontiguousarray(weights, np.float16).tobytes()
+    else:
+        same = stored == _weights_fingerprint(weights)
+    if not same:
+        return 'other weights'
+    if labels is not None:
+        _, given = np.unique(np.asarray(labels), return_inverse=True)
+        have = np.fromfile(path / 'group_of.u32.np', dtype=np.uint32).astype(np.int64)
+        if have.shape != (len(order),) or not np.array_equal(_canonical(have), _canonical(given.reshape(-1)[order])):
+            return 'other labels (another partition)'
+    return None
+
+
+def _canonical(labels: np.ndarray) -> np.ndarray:
+    """Group labels renumbered in order of first appearance: two labellings of one partition become equal."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind='stable')] = np.arange(len(first))
+    return rank[inverse.reshape(-1)]
+
+
+#: every file a GroupCorpusGraph's folder holds (the build's, then the summary store's)
+ARTIFACT_FILES = frozenset({'pt_meta.json', 'edges.u32.np', 'weights.f16.np', 'docnos.npids', 'group_of.u32.np',
+                            'group_offsets.u64.np', 'group_members.u32.np', 'summaries.jsonl',
+                            'summaries.partial.jsonl', 'summaries.partial.json'})
+
+
+def _check_only_artifact_files(path: Path) -> None:
+    """Refuse to replace an artifact folder that also holds the user's own files: ``overwrite`` replaces the whole
+    folder, and nothing a user owns is ever deleted."""
+    others = sorted(entry.name for entry in path.iterdir() if entry.name not in ARTIFACT_FILES)
+    if others:
+        raise FileExistsError(f'{path} holds files that are not part of the GroupCorpusGraph ({", ".join(others[:5])}'
+                              f'{" ..." if len(others) > 5 else ""}); overwrite=True replaces the whole folder, so '
+                              'move them out of it (or build at another path), then rebuild')

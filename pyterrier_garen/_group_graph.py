@@ -219,7 +219,7 @@ class GroupCorpusGraph(CorpusGraph):
             ArtifactError: listing every problem found.
         """
         from ._graphs import check_docnos
-        from ._group_builder import fingerprint
+        from ._group_builder import _weights_fingerprint, fingerprint
         problems: List[str] = []
         try:
             check_links(self.path, any_link=True)
@@ -243,6 +243,18 @@ class GroupCorpusGraph(CorpusGraph):
                                 f'says {int(group_of[doc])})')
             if self.num_groups and (np.diff(offsets) == 0).any():
                 problems.append(f'{int((np.diff(offsets) == 0).sum())} groups have no member')
+            problems.extend(self._partition_problems(np.diff(offsets)))
+            weights = np.asarray(self.weights_data, dtype=np.float32)
+            if not np.isfinite(weights).all():
+                problems.append(f'weights.f16.np holds {int((~np.isfinite(weights)).sum())} weights that are NaN or '
+                                'infinite (a build writes only finite ones); the file was damaged or replaced')
+            elif self.meta.get('weights_sha256') and _weights_fingerprint(weights) != self.meta['weights_sha256']:
+                problems.append('weights.f16.np differs from what was built (weights_sha256 in pt_meta.json); the '
+                                'file was replaced or tampered with')
+        for key in ('graph_sha256', 'docnos_bytes'):
+            if not self.meta.get(key):
+                problems.append(f'pt_meta.json records no {key}, which every build writes (it lets the edges and '
+                                'docnos be checked); the record was edited, rebuild the artifact')
         try:
             check_docnos(self._docnos)
         except ValueError as ex:
@@ -261,6 +273,26 @@ class GroupCorpusGraph(CorpusGraph):
         if problems:
             raise ArtifactError(f'{self.path} failed validation: ' + '; '.join(problems))
         return {'docs': self.doc_count, 'groups': self.num_groups, 'summaries': summaries, 'ok': True}
+
+    def _partition_problems(self, sizes: np.ndarray) -> List[str]:
+        """What the partition record and the group sizes say against each other: a group over ``max_group_size``
+        that the record does not list (``unsplittable`` or, for given labels, ``over_limit``), and listed groups that
+        do not exist."""
+        part = self.meta.get('partition') or {}
+        limit = part.get('max_group_size')
+        listed = set(part.get('unsplittable') or []) | set(part.get('over_limit') or [])
+        problems = []
+        strange = sorted(g for g in listed if not (isinstance(g, int) and 0 <= g < self.num_groups))
+        if strange:
+            problems.append(f'pt_meta.json lists groups {strange[:5]} as over the size limit, but the artifact has '
+                            f'groups 0 .. {self.num_groups - 1}')
+        if isinstance(limit, int) and len(sizes):
+            unlisted = [int(g) for g in np.flatnonzero(sizes > limit) if int(g) not in listed]
+            if unlisted:
+                problems.append(f'{len(unlisted)} groups are larger than max_group_size={limit} but not recorded as '
+                                f'such (e.g. group {unlisted[0]} of {int(sizes[unlisted[0]])} documents); the '
+                                'partition was replaced or tampered with')
+        return problems
 
     # -- documents ----------------------------------------------------------------------------------------------
     def __len__(self) -> int:

@@ -85,6 +85,16 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str,
     manifest = workdir / MANIFEST
     if manifest.is_file():  # read without a lock (written atomically): a finished workdir may be read-only
         return _check_manifest(manifest, workdir, fingerprint, earlier)
+    from ._atomic import ArtifactKindError, read_meta
+    try:
+        kind = read_meta(workdir)
+    except (OSError, ValueError):
+        kind = {}
+    if kind is not None:  # a folder holding a pt_meta.json is an artifact: prepare's folders would be put inside it
+        what = '.'.join(str(kind.get(k, '?')) for k in ('type', 'format')) if isinstance(kind, dict) else '?'
+        raise ArtifactKindError(f'{workdir} is an artifact ({what}, its pt_meta.json), not a work folder; prepare '
+                                'would write its own folders inside it. Choose another --workdir (e.g. a new folder '
+                                'beside it)')
     import fcntl
 
     from ._atomic import resource_errors, write_json

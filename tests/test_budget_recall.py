@@ -102,3 +102,16 @@ def test_split_fusion_takes_off_a_final_fusion_stage_only(example):
     assert example.split_fusion(source) == (source, None)
     inner = source >> fusion >> pt.Transformer.identity()  # fusion not last: nothing to split
     assert example.split_fusion(inner) == (inner, None)
+
+
+@pytest.mark.parametrize(('args', 'said'), [
+    (['--sigmas'], '--sigmas without values runs MiniLM only: add --minilm, or give at least one sigma'),
+    (['--systems'], '--systems without values runs nothing: name at least one system (or give a --variant)'),
+])
+def test_a_run_of_nothing_is_refused_before_anything_is_built(example, tmp_path, capsys, args, said):
+    with pytest.raises(SystemExit) as refused:
+        example.main(['--dataset', str(tmp_path / 'none'), '--workdir', str(tmp_path / 'w'), '--out',
+                       str(tmp_path / 'o.csv'), *args])
+    assert refused.value.code == 2
+    assert capsys.readouterr().err.endswith(f'error: {said}\n')
+    assert not (tmp_path / 'w').exists()

@@ -42,6 +42,12 @@ def _sha(docnos, edges):
     return hashlib.sha256('\n'.join(docnos).encode() + struct.pack(f'<{len(flat)}I', *flat)).hexdigest()
 
 
+def _weights_sha(weights):
+    """sha256 of the weights as stored: float16 little-endian, rows in docno order."""
+    flat = [w for row in weights for w in row]
+    return hashlib.sha256(struct.pack(f'<{len(flat)}e', *flat)).hexdigest()
+
+
 def _meta(path):
     return json.loads((path / 'pt_meta.json').read_text())
 
@@ -90,7 +96,7 @@ def test_the_meta_record_of_given_labels(tmp_path):
         'type': 'corpus_graph', 'format': 'garen_groups', 'package_hint': 'pyterrier-garen', 'format_version': 1,
         'doc_count': 4, 'k': 2, 'num_groups': 3, 'source_graph': {'from': 'hand'},
         'graph_sha256': _sha(['a', 'b', 'c', 'd'], STORED_EDGES), 'summaries': None,
-        'docnos_bytes': (path / 'docnos.npids').stat().st_size}
+        'docnos_bytes': (path / 'docnos.npids').stat().st_size, 'weights_sha256': _weights_sha(STORED_WEIGHTS)}
     assert meta['docnos_bytes'] > 0
     seconds = part.pop('seconds')
     assert isinstance(seconds, float)
@@ -236,10 +242,11 @@ def test_a_weight_beyond_float16_is_refused_and_the_largest_it_holds_is_kept(tmp
 
 
 def test_duplicate_docnos_are_refused(tmp_path):
-    with pytest.raises(ValueError, match='^docnos must be unique$'):
+    with pytest.raises(ValueError, match="^docnos must be unique: 'a' is given 2 times"):
         build_group_graph(tmp_path / 'g', ['a', 'b', 'a'], np.zeros((3, 1), int), np.ones((3, 1)), labels=[0, 0, 0])
     # 1 and '1' are the same docno once made text
-    with pytest.raises(ValueError, match='^docnos must be unique$'):
+    with pytest.raises(ValueError, match=r"^docnos must be unique: '1' is given 2 times \(docnos are compared as "
+                                         r"text, so 12 and \"12\" are one\)$"):
         build_group_graph(tmp_path / 'g', [1, '1'], np.zeros((2, 1), int), np.ones((2, 1)), labels=[0, 0])
 
 
@@ -343,12 +350,12 @@ def test_groups_at_the_limit_are_not_over_it(tmp_path, monkeypatch):
 
 
 def test_the_warning_lists_at_most_ten_groups(tmp_path, monkeypatch):
-    n = 24  # twelve groups of two, limit 1: all twelve over, ten named
+    n = 36  # twelve groups of three, limit 2: all twelve over, ten named
     docnos = [f'd{i:02d}' for i in range(n)]
-    _fake_leiden(monkeypatch, [i // 2 for i in range(n)])
-    with pytest.warns(UserWarning, match=r'^12 groups stay larger than max_group_size=1 .*: groups '
-                                         r'\[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], the largest of 2 documents$'):
-        path = build_group_graph(tmp_path / 'g', docnos, np.zeros((n, 1), int), np.ones((n, 1)), max_group_size=1)
+    _fake_leiden(monkeypatch, [i // 3 for i in range(n)])
+    with pytest.warns(UserWarning, match=r'^12 groups stay larger than max_group_size=2 .*: groups '
+                                         r'\[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\], the largest of 3 documents$'):
+        path = build_group_graph(tmp_path / 'g', docnos, np.zeros((n, 1), int), np.ones((n, 1)), max_group_size=2)
     assert _meta(path)['partition']['over_limit'] == list(range(12))
 
 
@@ -445,14 +452,53 @@ def test_another_graph_is_refused(tmp_path):
 
 def test_overwrite_rebuilds_with_the_new_request(tmp_path):
     path = _build(tmp_path / 'g')
-    (path / 'marker').write_text('gone')
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
-    assert not (path / 'marker').exists()
     assert _meta(path)['partition']['max_group_size'] == 5
-    # overwrite with the very same request rebuilds too
-    (path / 'marker').write_text('gone')
+    # overwrite with the very same request rebuilds too: weights spoiled in place are written again
+    np.zeros(8, dtype='<f2').tofile(path / 'weights.f16.np')
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
-    assert not (path / 'marker').exists()
+    assert _read(path, 'weights.f16.np', '<f2') == [w for row in STORED_WEIGHTS for w in row]
+
+
+def test_overwrite_never_removes_a_users_file_in_the_folder(tmp_path):
+    path = _build(tmp_path / 'g')
+    (path / 'my_notes.txt').write_text('mine')
+    (path / 'plots').mkdir()
+    with pytest.raises(FileExistsError, match=r'g holds files that are not part of the GroupCorpusGraph '
+                                              r'\(my_notes\.txt, plots\); overwrite=True replaces the whole folder, '
+                                              'so move them out'):
+        _build(tmp_path / 'g', max_group_size=5, overwrite=True)
+    assert (path / 'my_notes.txt').read_text() == 'mine'
+    assert _meta(path)['partition']['max_group_size'] == 20  # the artifact as it was
+
+
+def test_a_rebuild_of_the_same_graph_from_other_weights_or_labels_is_refused(tmp_path):
+    path = _build(tmp_path / 'g')
+    with pytest.raises(FileExistsError, match=r'already holds a GroupCorpusGraph of this graph, built from other '
+                                              r'weights; pass overwrite=True'):
+        build_group_graph(path, DOCNOS, np.array(EDGES), np.array(WEIGHTS) * 2, labels=LABELS)
+    with pytest.raises(FileExistsError, match=r'built from other labels \(another partition\)'):
+        _build(path, labels=[3, 7, 7, 3])  # a joins d's group
+    # the same partition under other label values is the same request: reused
+    assert _build(path, labels=[10, 0, 2, 10]) == path
+    # an artifact from before the weights were recorded: its stored weights are compared
+    meta = _meta(path)
+    del meta['weights_sha256']
+    (path / 'pt_meta.json').write_text(json.dumps(meta))
+    assert _build(path) == path
+    with pytest.raises(FileExistsError, match='built from other weights'):
+        build_group_graph(path, DOCNOS, np.array(EDGES), np.array(WEIGHTS) + 1, labels=LABELS)
+
+
+def test_docnos_holding_newlines_are_told_apart(tmp_path):
+    # joined by newlines, ['a\nb', 'c'] and ['a', 'b\nc'] would be the same text
+    edges, weights = np.array([[1], [0]]), np.ones((2, 1))
+    path = build_group_graph(tmp_path / 'g', ['a\nb', 'c'], edges, weights, labels=[0, 1])
+    assert fingerprint(['a\nb', 'c'], edges) != fingerprint(['a', 'b\nc'], edges)
+    with pytest.raises(FileExistsError, match='other graph'):
+        build_group_graph(path, ['a', 'b\nc'], edges, weights, labels=[0, 1])
+    # without a newline in any docno the recorded recipe is unchanged (every artifact built so far keeps its record)
+    assert fingerprint(['a', 'b'], edges) == _sha(['a', 'b'], [[1], [0]])
 
 
 def test_a_folder_of_another_kind_is_never_taken_for_the_artifact(tmp_path):
@@ -866,3 +912,27 @@ def test_a_number_with_a_leading_zero_is_another_docno(tmp_path):
     assert graph.doc_ids(['00006', '6', '06', '0', '9']).tolist() == [-1, 1, -1, -1, 4]
     from pyterrier_garen._graphs import lookup_ids
     assert lookup_ids(graph._docnos, ['00006', '6'] * 150).tolist() == [-1, 1] * 150  # npids' batch route
+
+
+def test_no_neighbour_column_bad_labels_and_bad_settings_are_refused_before_anything_is_built(tmp_path):
+    path = tmp_path / 'g'
+    with pytest.raises(ValueError, match=r'^edges \(4, 0\) hold no neighbour per document \(k = 0\); give each '
+                                         'document at least one'):
+        build_group_graph(path, DOCNOS, np.zeros((4, 0), int), np.zeros((4, 0)), labels=LABELS)
+    with pytest.raises(ValueError, match=r'^labels must hold one group label per document \(4\), a flat sequence; '
+                                         r'got one of shape \(4, 2\)$'):
+        _build(path, labels=np.array([LABELS, LABELS]).T)
+    with pytest.raises(ValueError, match=r'^labels\[2\] is missing \(None or NaN; 1 like this\)'):
+        _build(path, labels=[3, 7, None, 3])
+    with pytest.raises(ValueError, match=r'^labels mix numbers and str'):
+        _build(path, labels=[3, 'x', 5, 3])
+    for setting, message in (({'max_group_size': 0}, 'max_group_size must be a positive integer, got 0'),
+                             ({'seed': 'abc'}, "seed must be an integer, got 'abc'"),
+                             ({'resolution': -1}, 'resolution must be a finite number > 0, got -1')):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            _build(path, **setting)
+    with pytest.raises(ValueError, match=re.escape('max_group_size must be an integer >= 2, got 1')):
+        build_group_graph(path, DOCNOS, np.array(EDGES), np.array(WEIGHTS), max_group_size=1)  # Leiden needs 2
+    assert not path.exists()
+    # texts as labels are one kind: kept
+    assert _read(_build(path, labels=['x', 'z', 'y', 'x']), 'group_of.u32.np', '<u4') == GROUP_OF

@@ -29,7 +29,14 @@ def test_one_line_joins_every_kind_of_white_space():
     (urllib.error.URLError('no route'), True), (ConnectionRefusedError(111, 'refused'), True),
     (ConnectionResetError(), True), (OSError(errno.ENETUNREACH, 'unreachable'), False),
     (TimeoutError('slow'), True),  # socket.timeout is TimeoutError
-    (ValueError('x'), False), (FileNotFoundError(2, 'missing'), False)])
+    (ValueError('x'), False), (FileNotFoundError(2, 'missing'), False),
+    # ir_datasets, when every mirror of a file fails: the network's only when every failure is
+    (RuntimeError('All download sources failed', [('a', socket.gaierror(-2, 'x')), ('b', ConnectionResetError())]),
+     True),
+    (RuntimeError('All download sources failed', [('a', socket.gaierror(-2, 'x')), ('b', ValueError('bad'))]),
+     False),
+    (RuntimeError('All download sources failed', []), False), (RuntimeError('All download sources failed'), False),
+    (RuntimeError('other', [('a', ConnectionResetError())]), False)])
 def test_which_errors_are_the_networks(ex, network):
     assert is_network_error(ex) is network
 

@@ -229,6 +229,42 @@ def test_validate_names_replaced_edges(five):
         GroupCorpusGraph(five.path).validate()
 
 
+def test_validate_names_weights_that_are_not_what_was_built(five):
+    weights = np.fromfile(five.path / 'weights.f16.np', dtype=np.float16)
+    _write_u(five.path / 'weights.f16.np', -weights, np.float16)  # negated: finite, but not the built ones
+    with pytest.raises(ArtifactError, match=r'failed validation: weights\.f16\.np differs from what was built '
+                                            r'\(weights_sha256 in pt_meta\.json\)'):
+        GroupCorpusGraph(five.path).validate()
+    weights[3] = np.nan
+    _write_u(five.path / 'weights.f16.np', weights, np.float16)
+    with pytest.raises(ArtifactError, match=r'failed validation: weights\.f16\.np holds 1 weights that are NaN or '
+                                            'infinite'):
+        GroupCorpusGraph(five.path).validate()
+
+
+def _edited(graph, change):
+    meta = json.loads((graph.path / 'pt_meta.json').read_text())
+    change(meta)
+    (graph.path / 'pt_meta.json').write_text(json.dumps(meta))
+    return GroupCorpusGraph(graph.path)
+
+
+def test_validate_names_a_record_edited_to_skip_a_check_or_to_hide_a_large_group(five):
+    edited = _edited(five, lambda meta: meta.pop('graph_sha256'))
+    with pytest.raises(ArtifactError, match='failed validation: pt_meta.json records no graph_sha256, which every '
+                                            'build writes'):
+        edited.validate()
+    # groups of 2, 2 and 1 documents: a limit of 1 with only group 0 listed leaves group 1 unrecorded
+    edited = _edited(five, lambda meta: meta.update(graph_sha256=five.meta['graph_sha256'], partition={
+        **five.meta['partition'], 'max_group_size': 1, 'over_limit': [0], 'unsplittable': [7]}))
+    with pytest.raises(ArtifactError) as raised:
+        edited.validate()
+    assert str(raised.value).endswith(
+        'failed validation: pt_meta.json lists groups [7] as over the size limit, but the artifact has groups 0 .. 2; '
+        '1 groups are larger than max_group_size=1 but not recorded as such (e.g. group 1 of 2 documents); the '
+        'partition was replaced or tampered with')
+
+
 # -- the searches a GroupCorpusGraph makes -------------------------------------------------------------------------
 
 def test_every_search_is_built_over_this_graph_with_the_options_given(five):

@@ -66,6 +66,20 @@ def test_gap_docnos_bm25_prepare_and_search(gaps, tmp_path):
     assert len(res) == 5
 
 
+def test_an_artifact_is_no_work_folder(gaps, tmp_path):
+    from pyterrier_garen import GroupCorpusGraph
+    from pyterrier_garen._atomic import ArtifactKindError
+    groups = GroupCorpusGraph.from_arrays(tmp_path / 'groups', ['a', 'b'], np.array([[1], [0]]), np.ones((2, 1)),
+                                          labels=[0, 0])
+    before = sorted(p.name for p in groups.path.iterdir())
+    with pytest.raises(ArtifactKindError, match=r'groups is an artifact \(corpus_graph\.garen_groups, its '
+                                                r'pt_meta\.json\), not a work folder; prepare would write its own '
+                                                'folders inside it. Choose another --workdir'):
+        _bm25_prepare(gaps, groups.path)
+    assert sorted(p.name for p in groups.path.iterdir()) == before
+    assert GroupCorpusGraph(groups.path).validate()['ok']
+
+
 def test_other_collection_in_same_workdir_is_refused(gaps, tmp_path):
     _bm25_prepare(gaps, tmp_path / 'w')
     other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'other'))
