@@ -18,6 +18,7 @@ from ._atomic import building, exclusive, read_meta, recover, write_array
 from ._graphs import write_docnos
 from ._io import write_json
 from ._params import check_int, check_number
+from ._summaries import PARTIAL, PARTIAL_META, SUMMARIES
 
 __all__ = ['build_group_graph', 'graph_arrays', 'fingerprint', 'ARTIFACT_TYPE', 'ARTIFACT_FORMAT', 'FORMAT_VERSION']
 
@@ -302,10 +303,9 @@ def _canonical(labels: np.ndarray) -> np.ndarray:
     return rank[inverse.reshape(-1)]
 
 
-#: every file a GroupCorpusGraph's folder holds (the build's, then the summary store's)
+#: every file a GroupCorpusGraph's folder holds: the build's, then the summary store's
 ARTIFACT_FILES = frozenset({'pt_meta.json', 'edges.u32.np', 'weights.f16.np', 'docnos.npids', 'group_of.u32.np',
-                            'group_offsets.u64.np', 'group_members.u32.np', 'summaries.jsonl',
-                            'summaries.partial.jsonl', 'summaries.partial.json'})
+                            'group_offsets.u64.np', 'group_members.u32.np', SUMMARIES, PARTIAL, PARTIAL_META})
 
 
 def _check_only_artifact_files(path: Path) -> None:

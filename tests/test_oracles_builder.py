@@ -452,8 +452,10 @@ def test_another_graph_is_refused(tmp_path):
 
 def test_overwrite_rebuilds_with_the_new_request(tmp_path):
     path = _build(tmp_path / 'g')
+    (path / 'summaries.partial.jsonl').write_text('')  # the summary store's own file: part of the artifact
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
     assert _meta(path)['partition']['max_group_size'] == 5
+    assert not (path / 'summaries.partial.jsonl').exists()
     # overwrite with the very same request rebuilds too: weights spoiled in place are written again
     np.zeros(8, dtype='<f2').tofile(path / 'weights.f16.np')
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
