@@ -82,4 +82,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    from pyterrier_garen import command_errors
+    with command_errors():  # a usage error: one line 'error: ...', exit status 2
+        main(sys.argv[1:])

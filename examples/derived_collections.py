@@ -50,7 +50,7 @@ def _write(name: str, source: Path, target: Path) -> dict:
     for folder in (source / s for s in sources):
         missing = [f for f in ('docs.jsonl', 'queries.tsv', 'qrels.txt') if not (folder / f).is_file()]
         if missing:
-            raise SystemExit(f'{folder}: {", ".join(missing)} missing; point $GAREN_DATA (or --data) at the folder '
+            raise ValueError(f'{folder}: {", ".join(missing)} missing; point $GAREN_DATA (or --data) at the folder '
                              f'that holds {", ".join(sources)}')
     target.mkdir(parents=True)
     counts = {'documents': 0, 'without_title': 0}
@@ -85,11 +85,11 @@ def _write(name: str, source: Path, target: Path) -> dict:
 def derive(name: str, out: Path, source: Path = None) -> Path:
     """Build the derived collection ``name`` under ``out``; returns its folder. Refuses an existing folder."""
     if name not in DERIVED:
-        raise SystemExit(f'unknown derived collection {name!r}; choose from {", ".join(DERIVED)}')
+        raise ValueError(f'unknown derived collection {name!r}; choose from {", ".join(DERIVED)}')
     source = Path(source) if source else data_dir()
     final = Path(out) / name
     if final.exists():
-        raise SystemExit(f'{final} exists; it is left as it is (remove it yourself or choose another --out)')
+        raise FileExistsError(f'{final} exists; it is left as it is (remove it yourself or choose another --out)')
     final.parent.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f'.{name}.', dir=final.parent))
     try:

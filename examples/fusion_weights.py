@@ -40,7 +40,7 @@ def parse_weighted(items):
         except ValueError:
             w = float('nan')
         if not sep or not 0 <= w < float('inf'):
-            raise SystemExit(f'{item!r}: expected WEIGHT:COLLECTION=PATH[,PATH...] with WEIGHT the --fusion the '
+            raise SystemExit(f'error: {item!r}: expected WEIGHT:COLLECTION=PATH[,PATH...] with WEIGHT the --fusion the '
                              f'sweep ran with, e.g. 0.1:cranfield=cranfield.csv')
         for name, paths in parse_files([rest]).items():
             out.setdefault(w, {}).setdefault(name, []).extend(paths)
@@ -96,4 +96,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    from pyterrier_garen import command_errors
+    with command_errors():  # a usage error: one line 'error: ...', exit status 2
+        main(sys.argv[1:])

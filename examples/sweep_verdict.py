@@ -44,7 +44,7 @@ def parse_files(items):
     try:
         return analysis.parse_sweep_files(items)
     except ValueError as ex:
-        raise SystemExit(str(ex)) from ex
+        raise SystemExit(f'error: {ex}') from ex
 
 
 def markdown(frame):
@@ -208,4 +208,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    from pyterrier_garen import command_errors
+    with command_errors():  # a usage error: one line 'error: ...', exit status 2
+        main(sys.argv[1:])

@@ -23,6 +23,20 @@ def _add_ray_args(p) -> None:
                    help='GPUs per Ray actor (default: 1 for in-process vLLM, else 0)')
 
 
+def _at_least(low: int, what: str):
+    """An argparse type: an integer >= ``low`` (``what`` says which is meant, in the message)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or value < low:
+            raise argparse.ArgumentTypeError(f'must be {what}, got {text!r}')
+        return value
+    parse.__name__ = 'integer'
+    return parse
+
+
 def _share(text: str) -> float:
     """An argparse type: a number from 0 to 1."""
     try:
@@ -211,7 +225,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--dataset', help=data_help + ' (default: the synthetic collection)')
     p.add_argument('--budget', type=int, default=100, help='documents reranked per query (c); at least the window '
                                                            'of 20, or the adaptive methods only re-rank')
-    p.add_argument('--queries', type=int, help='evaluate on the first N queries only (default: all)')
+    p.add_argument('--queries', type=_at_least(1, 'a number of queries >= 1'),
+                   help='evaluate on the first N queries only (default: all)')
     p.add_argument('--navigator', default='centroid', choices=NAVIGATORS,
                    help="GAREN's navigator: " + '; '.join(f'{name}: {_registry.navigator(name).text}'
                                                           for name in NAVIGATORS))
@@ -307,7 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--groups', required=True, help='GroupCorpusGraph folder')
     p.add_argument('--group', type=int, action='append', help='a group id to show (repeatable; default: the first '
                                                               '--limit groups)')
-    p.add_argument('--limit', type=int, default=5, help='how many groups to show without --group')
+    p.add_argument('--limit', type=_at_least(0, 'a number of groups >= 0'), default=5,
+                   help='how many groups to show without --group')
     p.add_argument('--validate', action='store_true', help='check the whole artifact first (partition, docnos, '
                                                            'fingerprint, summaries)')
     p.set_defaults(func=_cmd_show)

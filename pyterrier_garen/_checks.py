@@ -165,6 +165,12 @@ def check_flex(path: Union[str, Path]) -> Dict[str, Any]:
     path = Path(path)
     meta = read_meta_file(path, fix='the vectors are damaged: delete the folder to encode again')
     meta_file = path / 'pt_meta.json'
+    kind = (meta.get('type'), meta.get('format'))
+    if kind != ('dense_index', 'flex'):  # another artifact (a PISA index, a graph): not damaged vectors, not ours
+        from ._atomic import ArtifactKindError
+        held = f'a {kind[0]}.{kind[1]} artifact' if None not in kind else f'{meta_file} names no dense_index.flex'
+        raise ArtifactKindError(f'{path} holds {held}, not vectors (dense_index.flex); it is left untouched: choose '
+                                'another folder for the vectors')
     check_links(path)
     docs, dim = _count(meta, 'doc_count', meta_file), _count(meta, 'vec_size', meta_file)
     for name in ('vecs.f4', 'docnos.npids'):

@@ -83,11 +83,14 @@ def user_message(ex: BaseException) -> Optional[str]:
     return None
 
 
+def _one_line_usage_error(self: argparse.ArgumentParser, message: str) -> None:
+    """``ArgumentParser.error`` as one ``error:`` line naming ``--help`` (exit status 2), without the usage block."""
+    self.exit(2, f'error: {one_line(message)} (see {self.prog} --help)\n')
+
+
 def _one_line_argparse(parser: argparse.ArgumentParser) -> None:
     """Make a parser and its subcommand parsers report usage errors as one ``error:`` line (exit status 2)."""
-    def error(self, message):
-        self.exit(2, f'error: {one_line(message)} (see {self.prog} --help)\n')
-    parser.error = types.MethodType(error, parser)
+    parser.error = types.MethodType(_one_line_usage_error, parser)
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
@@ -107,7 +110,10 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
 def command_errors():
     """Around a command's work (:func:`run_command`, the example scripts' ``__main__``): a user error becomes one
     line ``error: ...`` on stderr and exit status 2 (or the run's own ``exit_status``), Ctrl-C says what was kept
-    (exit status 130), and anything else, a bug, keeps its traceback."""
+    (exit status 130), and anything else, a bug, keeps its traceback. Inside it, any parser's usage error is one
+    ``error:`` line too, as the package's command line gives it (the scripts build their parsers inside)."""
+    before = argparse.ArgumentParser.error
+    argparse.ArgumentParser.error = _one_line_usage_error
     try:
         yield
     except KeyboardInterrupt:
@@ -123,6 +129,8 @@ def command_errors():
         sys.stderr.write(f'error: {message}\n')
         status = getattr(ex, 'exit_status', None)
         sys.exit(status if isinstance(status, int) and status > 0 else 2)
+    finally:
+        argparse.ArgumentParser.error = before
 
 
 def end_progress_bars() -> None:

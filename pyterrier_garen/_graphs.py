@@ -206,15 +206,18 @@ def lookup_ids(lookup, docnos: Sequence[str]) -> np.ndarray:
 
 def _held(lookup, docnos: List[str], ids: np.ndarray) -> np.ndarray:
     """``ids`` with -1 where the document found is not the docno asked for. npids' integer inverses parse the
-    number, so they answer ``'007'`` with the id of ``'7'``; its hash inverse compares the docno itself."""
+    number, so they answer ``'007'`` with the id of ``'7'``; its hash inverse compares the docno itself, but skips
+    NUL bytes in the hash and reads stored docnos without their trailing NULs, so it answers ``'7\\0'`` with the id
+    of ``'7'``: a docno holding a NUL is always checked against the document found."""
     from npids import codecs
     inv = getattr(lookup.inv, 'codec', None)
+    check = ids >= 0
     if isinstance(inv, codecs.inv['hash']):
-        return ids
-    found = np.flatnonzero(ids >= 0)
+        check &= np.fromiter(('\0' in d for d in docnos), dtype=bool, count=len(docnos))
+    found = np.flatnonzero(check)
     if len(found):
-        held = np.asarray(lookup.fwd[ids[found]]).astype(str)
-        ids[found[held != np.asarray(docnos, dtype=object)[found].astype(str)]] = -1
+        held = np.asarray(lookup.fwd[ids[found]]).astype(str)  # as text: a numpy string drops trailing NULs
+        ids[[i for i, h in zip(found.tolist(), held.tolist()) if h != docnos[i]]] = -1
     return ids
 
 
@@ -330,6 +333,29 @@ def _write_fixed(docnos: List[str], path: Union[str, Path]) -> None:
         out.flush()
 
 
+def check_storable_docnos(docnos: Sequence[str]) -> None:
+    """Refuse docnos an npids lookup cannot give back as they are, naming a few and the fix.
+
+    Raises:
+        ValueError: a docno ends in NUL (npids reads fixed-width bytes, which drop a trailing NUL, so the lookup
+            would answer another docno), or is not valid Unicode text (a lone surrogate, e.g. from bytes decoded
+            with ``surrogateescape``: it has no UTF-8 bytes to store).
+    """
+    nul = [d for d in docnos if d.endswith('\0')]
+    if nul:
+        raise ValueError(f'a docno ending in a NUL character cannot be stored by npids ({len(nul)} of them, e.g. '
+                         f'{nul[:3]}); strip it from the docnos')
+    bad = []
+    for d in docnos:
+        try:
+            d.encode('utf8')
+        except UnicodeEncodeError:
+            bad.append(d)
+    if bad:
+        raise ValueError(f'a docno that is not valid Unicode text (a lone surrogate) has no UTF-8 bytes to store '
+                         f'({len(bad)} of them, e.g. {bad[:3]}); decode the docnos with their real encoding')
+
+
 def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
     """Write an ``npids`` docno lookup that round-trips every docno, in the given order, atomically.
 
@@ -342,7 +368,7 @@ def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
     result is checked and moved into place only when complete; readers need nothing but plain ``npids.Lookup``.
 
     Raises:
-        ValueError: for duplicate docnos, fewer than two, or one ending in NUL (npids cannot hold it).
+        ValueError: for duplicate docnos, fewer than two, or any :func:`check_storable_docnos` refuses.
     """
     docnos = [str(d) for d in docnos]
     if len(set(docnos)) != len(docnos):
@@ -350,10 +376,7 @@ def write_docnos(docnos: Sequence[str], path: Union[str, Path]) -> None:
     if len(docnos) < 2:
         raise ValueError(f'a docno lookup needs at least 2 documents, got {len(docnos)} (npids 0.1.3 cannot store '
                          'a single docno); add documents to the collection')
-    nul = [d for d in docnos if d.endswith('\0')]
-    if nul:  # npids reads fixed-width bytes, which drop a trailing NUL: the lookup would answer another docno
-        raise ValueError(f'{len(nul)} docnos end in a NUL character, which npids cannot store (e.g. {nul[:3]}); '
-                         'strip it from the docnos')
+    check_storable_docnos(docnos)
     path = Path(path)
     tmp = path.with_name(f'.{path.name}.{os.getpid()}.tmp')
     _remove_file(tmp)

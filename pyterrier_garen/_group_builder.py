@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Sequence, Union
 import numpy as np
 
 from ._atomic import building, exclusive, read_meta, recover, write_array
-from ._graphs import write_docnos
+from ._graphs import check_storable_docnos, write_docnos
 from ._io import write_json
 from ._params import check_int, check_number
 from ._summaries import PARTIAL, PARTIAL_META, SUMMARIES
@@ -86,6 +86,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
         repeated = next(d for d in docnos if d in seen or seen.add(d))
         raise ValueError(f'docnos must be unique: {repeated!r} is given {docnos.count(repeated)} times (docnos are '
                          'compared as text, so 12 and "12" are one)')
+    check_storable_docnos(docnos)  # before any work: a docno npids cannot give back would fail at the very end
     # store documents in string-sorted docno order: npids then round-trips every docno (see docs/decisions.md)
     order = np.argsort(np.asarray(docnos, dtype=object), kind='stable')
     new_id = np.empty(n, dtype=np.int64)

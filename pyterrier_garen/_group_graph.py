@@ -362,7 +362,9 @@ class GroupCorpusGraph(CorpusGraph):
         """The k nearest neighbours of a document (pyterrier-adaptive's interface).
 
         An internal id gives an array of ids; a docno gives an array of docnos. A docno that is not in the graph
-        has no neighbours (an empty result) rather than an error.
+        has no neighbours (an empty result) rather than an error. As in pyterrier-adaptive's format, a document with
+        fewer than k neighbours lists itself in the places left; callers that want its distinct neighbours drop the
+        document itself and repeats (the searches do).
         """
         as_str = isinstance(docid, str)
         if as_str:
@@ -383,7 +385,11 @@ class GroupCorpusGraph(CorpusGraph):
 
     # -- groups -------------------------------------------------------------------------------------------------
     def group_of(self, docno: str) -> int:
-        """Group id of a docno, -1 when the docno is not in the graph (memoised for the docnos asked about)."""
+        """Group id of a docno, -1 when the docno is not in the graph (memoised for the docnos asked about).
+
+        As :meth:`doc_id`, it reads ``str(docno)``: ``5`` asks for docno ``'5'`` and ``5.0`` for ``'5.0'``.
+        """
+        docno = docno if type(docno) is str else str(docno)  # the memo's key is the docno's text, not an equal number
         gid = self._group_cache.get(docno)
         if gid is None:
             did = self.doc_id(docno)

@@ -62,6 +62,10 @@ def _check_id(value: str, what: str, where: str) -> str:
     if any(c.isspace() for c in value):
         raise ValueError(f'{where}: {what} {value!r} contains whitespace, which TREC run and qrels files cannot '
                          f'hold; use {what}s without spaces or tabs')
+    odd = next((c for c in value if c == '\0' or unicodedata.category(c) == 'Cs'), None)
+    if odd is not None:  # a JSON escape such as \ud800 or \u0000: no index or lookup can store it as it is
+        kind = 'a NUL character' if odd == '\0' else f'the lone surrogate U+{ord(odd):04X} (no valid Unicode text)'
+        raise ValueError(f'{where}: {what} {value!r} contains {kind}; remove it from the {what}')
     hidden = next((c for c in value if unicodedata.category(c) == 'Cf'), None)
     if hidden is not None:  # a zero-width space or a stray BOM: two ids that print alike would differ
         raise ValueError(f'{where}: {what} {value!r} contains the invisible character U+{ord(hidden):04X} '

@@ -70,14 +70,28 @@ def test_an_existing_folder_is_never_written_over(source, tmp_path):
     mine = out / 'cranfield-titles'
     mine.mkdir(parents=True)
     (mine / 'notes.txt').write_text('mine')
-    with pytest.raises(SystemExit, match='cranfield-titles exists; it is left as it is'):
+    with pytest.raises(FileExistsError, match='cranfield-titles exists; it is left as it is'):
         example.main(['--out', str(out), '--data', str(source), '--only', 'cranfield-titles'])
     assert [p.name for p in mine.iterdir()] == ['notes.txt']
 
 
 def test_a_missing_source_names_the_folder_and_the_fix(tmp_path):
     example = load_example()
-    with pytest.raises(SystemExit, match=r'docs.jsonl, queries.tsv, qrels.txt missing; point \$GAREN_DATA'):
+    with pytest.raises(ValueError, match=r'docs.jsonl, queries.tsv, qrels.txt missing; point \$GAREN_DATA'):
         example.main(['--out', str(tmp_path / 'o'), '--data', str(tmp_path / 'nothing'), '--only', 'scifact-titles'])
     assert not (tmp_path / 'o' / 'scifact-titles').exists()
     assert not [p for p in (tmp_path / 'o').iterdir()]
+
+
+def test_from_the_command_line_an_existing_folder_is_one_error_line_with_status_2(source, tmp_path):
+    import subprocess
+    import sys
+
+    from _scripts import ROOT
+    (tmp_path / 'derived' / 'cranfield-titles').mkdir(parents=True)
+    proc = subprocess.run([sys.executable, str(ROOT / 'examples' / 'derived_collections.py'), '--out',
+                           str(tmp_path / 'derived'), '--data', str(source), '--only', 'cranfield-titles'],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"error: {tmp_path / 'derived' / 'cranfield-titles'} exists; it is left as it is (remove "
+                           "it yourself or choose another --out)\n")

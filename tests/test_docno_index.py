@@ -118,3 +118,22 @@ def test_a_number_prints_as_itself_without_a_leading_zero(digits, itself):
     # the one rule the docno writer and both integer look-ups share: '007' is stored as 7 and comes back as '7'
     from pyterrier_garen._graphs import prints_as_itself
     assert prints_as_itself(digits) is itself
+
+
+@pytest.mark.parametrize('docnos', [['ab', 'x', 'a\0b'], ['doc1', 'doc2', 'doc3'], ['7', '80', 'zz']])
+def test_a_trailing_nul_is_another_docno(tmp_path, docnos):
+    # npids' hash skips NUL bytes and its fixed-width store drops trailing ones, so npids alone answers 'ab\0' with
+    # the id of 'ab'. No written lookup holds a docno ending in NUL (write_docnos refuses them): every route says -1,
+    # while a NUL inside a stored docno still finds it.
+    from npids import Lookup
+    write_docnos(docnos, tmp_path / 'd.npids')
+    with Lookup(str(tmp_path / 'd.npids')) as lookup:
+        index = DocnoIndex(lookup)
+        asked = [d + '\0' for d in docnos] + [d + '\0\0' for d in docnos]
+        assert lookup_ids(lookup, asked).tolist() == [-1] * len(asked)
+        assert [index.id_of(d) for d in asked] == [-1] * len(asked)
+        assert index.ids_of(asked) == [-1] * len(asked)
+        assert [index.id_of(d) for d in docnos] == [0, 1, 2]
+        if 'a\0b' in docnos:
+            assert index.id_of('a\0b') == 2
+            assert index.id_of('a\0\0b') == -1

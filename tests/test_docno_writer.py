@@ -1,6 +1,7 @@
 """``_graphs._write_forward`` writes npids' own bytes, or nothing (then npids writes the lookup itself)."""
 import random
 
+import numpy as np
 import pytest
 
 from pyterrier_garen._graphs import _write_forward, check_docnos, write_docnos
@@ -77,3 +78,19 @@ def test_docnos_npids_cannot_hold_are_refused(tmp_path):
     with pytest.raises(ValueError, match='NUL'):
         write_docnos([f'z{i}' for i in range(300)] + ['z300\0'], tmp_path / 'd.npids')
     assert not (tmp_path / 'd.npids').exists()
+
+
+@pytest.mark.parametrize(('docno', 'said'), [
+    ('z300\0', r"a docno ending in a NUL character cannot be stored by npids \(1 of them, e.g. \['z300\\x00'\]\); "
+               r"strip it from the docnos"),
+    ('z\ud800', r"a docno that is not valid Unicode text \(a lone surrogate\) has no UTF-8 bytes to store \(1 of "
+                r"them, e.g. \['z\\ud800'\]\); decode the docnos with their real encoding"),
+])
+def test_a_docno_npids_cannot_give_back_is_named_by_the_writer_and_the_builder_before_any_work(tmp_path, docno, said):
+    from pyterrier_garen import GroupCorpusGraph
+    with pytest.raises(ValueError, match=f'^{said}$'):
+        write_docnos(['a', 'b', docno], tmp_path / 'd.npids')
+    with pytest.raises(ValueError, match=f'^{said}$'):
+        GroupCorpusGraph.from_arrays(tmp_path / 'g', ['a', 'b', docno], np.array([[1], [0], [1]]), np.ones((3, 1)),
+                                     labels=[0, 1, 1])
+    assert not list(tmp_path.iterdir())

@@ -376,6 +376,25 @@ def test_vectors_that_disagree_with_their_meta_are_refused_naming_the_file(tmp_p
     assert str(info.value) == words.format(path=path)
 
 
+@pytest.mark.parametrize(('meta', 'held'), [
+    ({'type': 'sparse_index', 'format': 'pisa'}, 'a sparse_index.pisa artifact'),
+    ({'type': 'dense_index', 'format': 'np_topk'}, 'a dense_index.np_topk artifact'),
+    ({'type': None, 'format': None}, '{path}/pt_meta.json names no dense_index.flex'),
+    ({'format': None}, '{path}/pt_meta.json names no dense_index.flex'),
+])
+def test_a_folder_of_another_kind_is_left_untouched_not_called_damaged(tmp_path, meta, held):
+    # e.g. `encode --out` pointed at a PISA index: "delete the folder to encode again" would lose the user's index
+    from pyterrier_garen._atomic import ArtifactKindError
+    path = _flex(tmp_path / 'v', **meta)
+    before = sorted(p.name for p in path.iterdir())
+    with pytest.raises(ArtifactKindError) as info:
+        check_flex(path)
+    assert str(info.value) == (f'{path} holds {held.format(path=path)}, not vectors (dense_index.flex); it is left '
+                               'untouched: choose another folder for the vectors')
+    assert 'delete' not in str(info.value)
+    assert sorted(p.name for p in path.iterdir()) == before
+
+
 def test_an_empty_meta_file_names_the_fix_for_vectors(tmp_path):
     path = _flex(tmp_path / 'v')
     (path / 'pt_meta.json').write_text(' \n')

@@ -140,6 +140,20 @@ def test_an_invisible_character_in_an_id_is_refused(tmp_path, name, data, what, 
                   f'remove it from the {what}')
 
 
+@pytest.mark.parametrize(('name', 'data', 'what', 'value', 'kind'), [
+    # JSON escapes give ids no index can store as they are (npids drops a trailing NUL, UTF-8 has no surrogates)
+    ('docs.jsonl', '{"docno": "d1", "text": "a"}\n{"docno": "d2\\u0000", "text": "b"}\n', 'docno', 'd2\0',
+     'a NUL character'),
+    ('docs.jsonl', '{"docno": "d1", "text": "a"}\n{"docno": "d\\ud8002", "text": "b"}\n', 'docno', 'd\ud8002',
+     'the lone surrogate U+D800 (no valid Unicode text)'),
+    ('queries.tsv', 'q1\thello\nq\x002\tworld\n', 'qid', 'q\x002', 'a NUL character'),
+])
+def test_a_nul_or_a_lone_surrogate_in_an_id_is_refused(tmp_path, name, data, what, value, kind):
+    ds = _write(tmp_path, **{{'docs.jsonl': 'docs', 'queries.tsv': 'queries'}[name]: data})
+    read = {'docs.jsonl': lambda: _docs(ds), 'queries.tsv': ds.get_topics}[name]
+    _raises(read, f'{tmp_path / name} line 2: {what} {value!r} contains {kind}; remove it from the {what}')
+
+
 @pytest.mark.parametrize('qrels', [b'', b'\n\n', b'\xef\xbb\xbf\r\n  \r\n'])
 def test_a_qrels_file_without_judgements_is_refused(tmp_path, qrels):
     ds = _write(tmp_path, qrels=qrels)

@@ -10,12 +10,13 @@ import socket
 import sys
 import urllib.error
 import warnings
+from pathlib import Path
 
 import pytest
 
 from pyterrier_garen._atomic import ArtifactBusyError, ResourceError
-from pyterrier_garen._errors import INTERRUPTED, DatasetUnavailableError, UsageError, end_progress_bars, \
-    is_network_error, one_line, run_command, user_message
+from pyterrier_garen._errors import INTERRUPTED, DatasetUnavailableError, UsageError, command_errors, \
+    end_progress_bars, is_network_error, one_line, run_command, user_message
 
 
 def test_one_line_joins_every_kind_of_white_space():
@@ -269,3 +270,39 @@ def test_an_example_script_reports_a_bad_collection_in_one_line_before_building(
                            'the query text\n')
     assert not (tmp_path / 'w').exists()
     assert not (tmp_path / 'cache').exists()
+
+
+def test_inside_command_errors_any_parser_gives_one_line_and_the_class_is_restored(capsys):
+    # the example scripts build their parsers inside command_errors(); a parser built outside keeps argparse's own
+    plain_error = argparse.ArgumentParser.error
+    def script():
+        parser = argparse.ArgumentParser(prog='script.py')
+        parser.add_argument('--k', type=int)
+        parser.parse_args(['--k', 'x'])
+
+    with pytest.raises(SystemExit) as ended, command_errors():
+        script()
+    assert ended.value.code == 2
+    assert capsys.readouterr().err == "error: argument --k: invalid int value: 'x' (see script.py --help)\n"
+    assert argparse.ArgumentParser.error is plain_error
+
+
+_EXAMPLES = sorted(p.name for p in (Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
+
+
+@pytest.mark.parametrize('name', _EXAMPLES)
+def test_every_example_script_reports_an_unknown_option_in_one_line(name, monkeypatch, capsys):
+    import runpy
+    path = Path(__file__).resolve().parents[1] / 'examples' / name
+    monkeypatch.setattr(sys, 'argv', [str(path), '--no-such-option'])
+    monkeypatch.syspath_prepend(str(path.parent))  # as running the script puts its folder first
+    with pytest.raises(SystemExit) as ended:
+        runpy.run_path(str(path), run_name='__main__')
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    # the first problem argparse meets (a missing required argument, or the unknown option), without the usage block
+    # (compare.py is the package's own command line, which names itself)
+    prog = 'python -m pyterrier_garen' if name == 'compare.py' else name
+    assert err.startswith('error: '), err
+    assert err.endswith(f' (see {prog} --help)\n'), err
+    assert err.count('\n') == 1, err

@@ -40,6 +40,16 @@ def test_an_unknown_docno_has_no_neighbours_of_the_known_ones_types(five):
     assert len(alone) == 0
 
 
+def test_a_number_asks_for_its_own_text_whatever_was_asked_before(tmp_path):
+    # the memo is keyed by the docno's text: 5 and 5.0 are equal numbers but '5' and '5.0' are different docnos
+    docnos = ['4', '5', '6']
+    graph = GroupCorpusGraph.from_arrays(tmp_path / 'g', docnos, np.array([[1], [0], [1]]), np.ones((3, 1)),
+                                         labels=[0, 1, 1])
+    assert (graph.group_of(5), graph.group_of(5.0), graph.group_of('5'), graph.group_of(np.int64(6))) == (1, -1, 1, 1)
+    assert (graph.doc_id(5.0), graph.doc_id(5), graph.doc_id('5\0')) == (-1, 1, -1)
+    assert graph.group_of('4\0') == -1
+
+
 @pytest.mark.parametrize('docid', [-1, 5, 6, True, np.bool_(False), 1.0, None])
 def test_an_id_outside_0_to_n_minus_1_is_refused(five, docid):
     with pytest.raises(IndexError, match='internal ids run from 0 to 4'):

@@ -420,3 +420,18 @@ def test_main_reads_the_command_line_when_given_no_arguments(monkeypatch, fake_c
     assert fake_compare.calls[-1][0] == ('from-argv',)
     err = _fails(['no-such-command'], capsys)
     assert err.startswith('error: argument COMMAND: invalid choice')
+
+
+@pytest.mark.parametrize(('argv', 'said'), [
+    (['show', '--groups', 'g', '--limit', '-1'], "argument --limit: must be a number of groups >= 0, got '-1' "
+                                                 "(see python -m pyterrier_garen show --help)"),
+    (['show', '--groups', 'g', '--limit', '2.5'], "argument --limit: must be a number of groups >= 0, got '2.5' "
+                                                  "(see python -m pyterrier_garen show --help)"),
+    (['compare', '--queries', '0'], "argument --queries: must be a number of queries >= 1, got '0' "
+                                    "(see python -m pyterrier_garen compare --help)"),
+    (['compare', '--queries', '-3'], "argument --queries: must be a number of queries >= 1, got '-3' "
+                                     "(see python -m pyterrier_garen compare --help)"),
+])
+def test_a_count_out_of_range_is_refused_by_its_flag_before_anything_opens(argv, said, capsys):
+    # `show --limit -1` used to show no group at all; `compare --queries 0` named the API's num_queries
+    assert _fails(argv, capsys) == f'error: {said}\n'
