@@ -60,7 +60,7 @@ import pyterrier_garen as garen  # noqa: E402
 from pyterrier_garen import analysis  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
 
-SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')
+SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')  # the default; any registered reranking system
 FUSION_K = 60
 HEAD = 10
 
@@ -136,7 +136,8 @@ def main(argv=None):
     parser.add_argument('--sigmas', type=float, nargs='*', default=[0.25, 0.5, 1.0], help='(none: MiniLM only)')
     parser.add_argument('--noise-seed', type=int, default=0)
     parser.add_argument('--minilm', action='store_true', help='also the MiniLM reranker')
-    parser.add_argument('--systems', nargs='*', default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument('--systems', nargs='*', default=list(SYSTEMS),
+                        choices=garen.system_names(reranks=True))
     parser.add_argument('--variant', action='append', default=[], metavar='NAME:KEY=VALUE,...',
                         help='an extra GAREN configuration (GAREN keyword arguments), repeatable')
     parser.add_argument('--navigator', default='centroid', choices=garen.NAVIGATORS,

@@ -31,7 +31,7 @@ from ir_measures import R, nDCG  # noqa: E402
 from pyterrier_garen import analysis  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
 
-SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')
+SYSTEMS = ('GAR', 'Rerank', 'SlideGAR', 'RGS', 'GAREN', 'GAREN+')  # the default; any registered reranking system
 
 
 def searches(name, build, order, feedback):
@@ -54,7 +54,8 @@ def main(argv=None):
     parser.add_argument('--sigmas', type=float, nargs='+', default=[0.5, 1.0])
     parser.add_argument('--minilm', action='store_true', help='also the MiniLM reranker')
     parser.add_argument('--listwise', action='store_true', help='every reranker seen as listwise (ListwiseView)')
-    parser.add_argument('--systems', nargs='+', default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument('--systems', nargs='+', default=list(SYSTEMS),
+                        choices=garen.system_names(reranks=True))
     parser.add_argument('--orders', nargs='+', default=['paper', 'score'],
                         choices=['auto', 'paper', 'score', 'dropped'])
     parser.add_argument('--feedback', type=float, nargs='*', default=[], help="GAREN's feedback weights to add")

@@ -41,6 +41,7 @@ _EXPORTS = {
     'Components': '._registry',
     'register_system': '._registry',
     'register_navigator': '._registry',
+    'system_names': '._registry',  # the registered systems, by their declared flags (scripts' choices)
     'evaluation_qrels': '._compare',
     'code_version': '._provenance',  # the git commit saved results record (compare --json, bench --json)
     'package_versions': '._provenance',  # the numerics packages' versions those records carry

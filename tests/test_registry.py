@@ -115,14 +115,15 @@ def test_engine_short_names_resolve_through_the_registry():
 
 def test_declarations_are_checked():
     with pytest.raises(ValueError, match='already registered'):
-        _registry.register_system(_registry.System('GAREN', lambda c: None))
+        _registry.register_system(_registry.System('GAREN', lambda c: None, groups=True))
     with pytest.raises(ValueError, match='non-empty name'):
-        _registry.register_system(_registry.System(' ', lambda c: None))
+        _registry.register_system(_registry.System(' ', lambda c: None, groups=False))
     with pytest.raises(ValueError, match="unknown system 'Nope'.*GAREN"):
         _registry.system('Nope')
     with pytest.raises(KeyError, match='Nope'):
         _registry.unregister('Nope')
-    assert _registry.missing_extras(['no-such-extra']) == []
+    with pytest.raises(ValueError, match="unknown extra 'no-such-extra'"):
+        _registry.missing_extras(['no-such-extra'])
     # partition dependence as declared: only the GAREN family uses the groups; GAREN-doc follows k-NN edges only
     assert _registry.system_names(groups=True) == ['GAREN', 'GAREN-explore', 'GAREN-exploit', 'GAREN-noprop',
                                                    'GAREN-vote', 'GAREN+']

@@ -193,9 +193,11 @@ class Engine:
     def __reduce_ex__(self, protocol):
         """Refused, with the way to do it: a live engine (connections, threads, a loaded model) is never pickled;
         ship its recipe, :class:`~pyterrier_garen.EngineSpec`, and build the engine where it runs."""
+        from .. import _registry
         name = type(self).__name__
-        short = {'OpenAIEngine': "'openai', base_url=..., model=...", 'VLLMEngine': "'vllm', model=...",
-                 'TransformersEngine': "'transformers', model=..."}.get(name, f'{name}, model=..., ...')
+        known = [e for e in _registry.engine_names() if _registry.engine(e).target.endswith(f':{name}')]
+        where = ', base_url=...' if known == ['openai'] else ''  # a server engine is nothing without its address
+        short = f"'{known[0]}'{where}, model=..." if known else f'{name}, model=..., ...'
         raise TypeError(f'{self!r} is a live engine (open connections, threads or a loaded model) and cannot be '
                         f'pickled; send its recipe instead, EngineSpec({short}), and build it where it runs '
                         '(spec.build(); for summaries on Ray: EngineSpec(...).summarizer(...))')

@@ -1,0 +1,87 @@
+"""What each declaration in ``_registry.py`` promises, checked for every registered system, navigator and engine, so
+that an addition made by following docs/architecture.md only half fails here instead of passing silently (found by
+walking through that section as a new contributor, session 34).
+
+- ``groups=False`` lets the sweep run a system once and copy its row to every Leiden seed: its ranking must not
+  move on another partition of the same k-NN edges.
+- A navigator is called once for all queries of a batch: each row's score must not depend on the other rows.
+- An engine short name is resolved inside a Ray actor: its target must name an ``Engine`` class here already.
+"""
+import dataclasses
+import hashlib
+import importlib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from _toy_graph import ToyGroupGraph, assert_batched_equals_per_query, toy_components
+from _vector_stubs import TableVectors
+
+from pyterrier_garen import _registry
+
+
+def _repartitioned(graph):
+    """The same k-NN edges under another partition (what a second Leiden seed changes): 7 groups dealt round-robin
+    instead of 6 blocks of 10, so every group changes."""
+    return ToyGroupGraph(graph.adjacency, {d: i % 7 for i, d in enumerate(sorted(graph.groups))})
+
+
+@pytest.mark.parametrize('name', _registry.system_names(groups=False))
+def test_a_system_declared_partition_free_ranks_alike_on_another_partition(name):
+    components, inp = toy_components()
+    other = dataclasses.replace(components, groups=_repartitioned(components.groups))
+    spec = _registry.system(name)
+    one = spec.factory(components)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    two = spec.factory(other)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    assert one.equals(two), f'{name} is declared groups=False, but its ranking moves with the partition'
+
+
+def test_the_check_catches_a_partition_reader_declared_partition_free():
+    # the check above is no tautology: GAREN reads the partition, so declared groups=False it would fail there
+    components, inp = toy_components()
+    other = dataclasses.replace(components, groups=_repartitioned(components.groups))
+    garen = _registry.system('GAREN').factory
+    assert not garen(components)(inp)[['qid', 'docno']].reset_index(drop=True).equals(
+        garen(other)(inp)[['qid', 'docno']].reset_index(drop=True))
+
+
+class _HashEncoder:
+    """A vector per text from its hash (any text: queries and summaries alike), 8 floats."""
+
+    @staticmethod
+    def _vec(text):
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], 'big')
+        return np.random.default_rng(seed).standard_normal(8).astype(np.float32)
+
+    def encode_queries(self, texts):
+        return np.array([self._vec(t) for t in texts])
+
+    encode_docs = encode_queries
+
+
+@pytest.mark.parametrize('name', _registry.navigator_names())
+def test_every_registered_navigator_builds_and_gives_each_query_its_own_run_inside_garen(name, tmp_path):
+    from pyterrier_garen import GroupCorpusGraph
+    spec = _registry.navigator(name)
+    components, inp = toy_components()
+    toy = components.groups
+    docs = list(toy.groups)
+    at = {d: i for i, d in enumerate(docs)}
+    edges = np.array([[at[n] for n in toy.neighbours(d)] for d in docs])
+    groups = GroupCorpusGraph.from_arrays(tmp_path / 'g', docs, edges, np.linspace(1, .5, edges.size).reshape(
+        edges.shape), labels=[toy.group_of(d) for d in docs])  # the toy graph as the artifact the vector ones need
+    components = dataclasses.replace(components, groups=groups)
+    prepared = SimpleNamespace(vectors=TableVectors(tmp_path / 'v.npids', {d: _HashEncoder._vec(d) for d in docs}),
+                               groups=groups)
+    navigator = spec.factory(components.groups, prepared, _HashEncoder() if spec.encoder else None)
+    garen = _registry.system('GAREN').factory(dataclasses.replace(components, navigator=navigator))
+    assert_batched_equals_per_query(garen, inp)
+
+
+@pytest.mark.parametrize('name', _registry.engine_names())
+def test_every_engine_short_name_names_an_engine_class(name):
+    from pyterrier_garen._engines import Engine
+    module, _, attribute = _registry.engine(name).target.partition(':')
+    found = getattr(importlib.import_module(module), attribute)  # the lazy exports: no model library loads
+    assert isinstance(found, type)
+    assert issubclass(found, Engine)
