@@ -69,6 +69,7 @@ _EXPORTS = {
     'VectorScorer': '._rerankers',
     'ListwiseReranker': '._rerankers',
     'parse_ranking': '._rerankers',
+    'check_ranking': '._rerankers',  # parse_ranking's result and what was repaired in the answer (docs/llm.md)
     'CrossEncoderScorer': '._text_rerankers',  # any text reranker inside GAREN (_text_rerankers.py)
     'with_text': '._text_rerankers',
     # LLM engines and the LLM summariser (_llm.py, _llm_summarizer.py)
@@ -76,6 +77,7 @@ _EXPORTS = {
     'VLLMEngine': '._engines',
     'OpenAIEngine': '._engines',
     'TransformersEngine': '._engines',
+    'AccessRefused': '._engines',  # a refused API key (HTTP 401/403): the run stops, never a fallback
     'build_tiny_model': '._tiny_model',
     'LLMSummarizer': '._llm_summarizer',
     # offline jobs on Ray (_ray.py; ray itself is imported only when a job runs)

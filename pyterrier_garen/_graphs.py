@@ -77,7 +77,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
     """
     import pyterrier_dr
 
-    from ._atomic import building, exclusive, read_meta, recover
+    from ._atomic import building, check_target, exclusive, read_meta, recover
     from ._encoding import encode_chunked, resolve_precision
     from ._params import check_positive
     check_positive(batch_size=batch_size)
@@ -86,6 +86,7 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
         recover(path)
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
         if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
+            check_target(Path(path), ('dense_index', 'flex'), overwrite=False)  # a user's folder: before encoding
             docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
             store, vectors = encode_chunked(docs, path, encoder=encoder, batch_size=batch_size, precision=precision,
                                             ray=ray, verbose=verbose)
@@ -456,7 +457,13 @@ def load_corpus_graph(path: Union[str, Path]):
                                 'build-graph command (or bm25_corpus_graph / dense_corpus_graph)')
     meta = read_meta_file(path, fix='the graph is damaged: rebuild it with the build-graph command')
     if meta.get('type') != 'corpus_graph':
-        raise ValueError(f'{str(path)!r} holds a {meta.get("type")}.{meta.get("format")} artifact, not a corpus graph')
+        hint = ''
+        if (meta.get('type'), meta.get('format')) == ('dense_index', 'flex'):  # build-graph --vectors V writes inside
+            built = sorted(p.name for p in path.glob('corpusgraph_k*') if (p / 'pt_meta.json').is_file())
+            hint = (f"; the dense graph built from these vectors is the folder inside it, e.g. "
+                    f"{str(path / built[0])!r}" if built else '; build its dense graph with build-graph --vectors')
+        raise ValueError(f'{str(path)!r} holds a {meta.get("type")}.{meta.get("format")} artifact, not a corpus '
+                         f'graph{hint}')
     if meta.get('format') in ('np_topk', 'numpy_kmax'):
         check_np_topk(path)  # sizes, neighbour ids and links, before pyterrier-adaptive trusts them
     return pt.Artifact.load(str(path))
@@ -598,9 +605,18 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
 def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: float, batch_size: int):
     from pyterrier_adaptive import CorpusGraph
 
-    from ._atomic import recover
+    from ._atomic import ArtifactKindError, check_target, read_meta, recover
     recover(path)
     if (path / 'pt_meta.json').exists():
+        meta = read_meta(path)  # None: damaged, which load_corpus_graph names
+        kind = (meta.get('type'), meta.get('format')) if meta is not None else None
+        if meta is not None and (kind != ('corpus_graph', 'np_topk')
+                                 or meta.get('package_hint') != 'pyterrier-adaptive'):
+            # a group graph, vectors, or a k-NN graph of pyterrier-dr (a dense graph): never the BM25 graph asked for
+            held = f'a {kind[0]}.{kind[1]} artifact' if kind != ('corpus_graph', 'np_topk') else \
+                'a corpus graph not built from a retriever (pyterrier-dr\'s dense graph has no package_hint)'
+            raise ArtifactKindError(f'{path} holds {held}, not a BM25 corpus graph; it is left untouched: choose '
+                                    'another output folder')
         graph = load_corpus_graph(path)
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
             graph = load_corpus_graph(path)
@@ -611,6 +627,7 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
                                   'output folder (or remove that one)')
         _check_reused(graph._docnos, dataset, path, 'BM25 graph')
         return graph
+    check_target(path, ('corpus_graph', 'np_topk'), overwrite=False)  # a folder of the user's: before any indexing
     if index is None:
         index = bm25_index(dataset, str(path) + '.pisa')
     retriever = index.bm25(k1=k1, b=b, num_results=k + 1)

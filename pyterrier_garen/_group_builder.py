@@ -112,9 +112,9 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
                     _warn_if_other_version(path, existing, labels is None)
                     return path
                 raise FileExistsError(f'{path} already holds a GroupCorpusGraph of this graph, built from {other}; '
-                                      'pass overwrite=True to rebuild it')
+                                      'pass overwrite=True (--overwrite) to rebuild it')
             raise FileExistsError(f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
-                                  f'{diff or "other graph"}; pass overwrite=True to rebuild it')
+                                  f'{diff or "other graph"}; pass overwrite=True (--overwrite) to rebuild it')
         if ours and overwrite:
             _check_only_artifact_files(path)
         started = time.time()

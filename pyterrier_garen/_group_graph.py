@@ -537,8 +537,8 @@ class GroupCorpusGraph(CorpusGraph):
             if self.has_summaries and not overwrite:
                 if self.meta['summaries'].get('summarizer') != config:
                     raise FileExistsError(f'{self.path} already has summaries made by '
-                                          f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True to replace '
-                                          'them')
+                                          f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True '
+                                          '(--overwrite) to replace them')
                 keep = [r for r in self._summary_records if r is not None]
                 if not any(map(failed_request, keep)):
                     return self
@@ -597,6 +597,17 @@ class GroupCorpusGraph(CorpusGraph):
             if did >= 0 and wanted[did]:
                 docs[str(doc['docno'])] = {k: doc[k] for k in ('docno', 'title', 'text') if k in doc}
         missing = int(wanted.sum()) - len(docs)
+        if missing * 2 > int(wanted.sum()):  # most of them: another collection than the one the groups come from
+            absent = []
+            for did in np.flatnonzero(wanted):
+                docno = str(self._docnos.fwd[int(did)])
+                if docno not in docs:
+                    absent.append(docno)
+                    if len(absent) == 3:
+                        break
+            raise ValueError(f'{missing} of the {int(wanted.sum())} documents of the groups to summarise are not in '
+                             f'the corpus given (e.g. {absent}): is it the collection these groups were built from? '
+                             'Pass that collection; nothing was summarised')
         if missing:
             warnings.warn(f'{missing} documents of the groups to summarise are not in the corpus given; they are '
                           'summarised as empty documents', stacklevel=3)

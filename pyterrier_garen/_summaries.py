@@ -309,7 +309,7 @@ class SummaryStore:
             if not isinstance(previous, dict) or previous.get('summarizer') != config:
                 raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
                                       f'({previous.get("summarizer") if isinstance(previous, dict) else previous}); '
-                                      'pass overwrite=True to discard it')
+                                      'pass overwrite=True (--overwrite) to discard it')
             self.done = {g: r for g, r in _read_partial(partial, self.num_groups).items() if not failed_request(r)}
         else:
             partial.unlink(missing_ok=True)
@@ -378,7 +378,8 @@ class SummaryStore:
                 gid = record['group']
                 if gid in first:
                     raise ValueError(f'{self.final_file} line {lineno} repeats group {gid} (first on line '
-                                     f'{first[gid]}); the file is damaged: summarise again with overwrite=True')
+                                     f'{first[gid]}); the file is damaged: summarise again with overwrite=True '
+                                     '(--overwrite)')
                 first[gid] = lineno
                 records[gid] = record
         found = sum(r is not None for r in records)

@@ -99,7 +99,8 @@ def race(first, second, gate):
         gate.open.set()
         one.join(120)
         two.join(120)
-    assert not errors, errors
+    if errors:  # whole messages (an assert's message would be cut to a repr of limited length)
+        raise AssertionError('; '.join(f'{who}: {type(ex).__name__}: {ex}' for who, ex in errors))
     return results['first'], results['second'], [str(w.message) for w in caught if WAITING in str(w.message)]
 
 

@@ -417,7 +417,7 @@ def test_other_parameters_are_refused_naming_the_differences(tmp_path, change, d
     with pytest.raises(FileExistsError) as info:
         _build(tmp_path / 'g', **change)
     assert str(info.value) == (f'{path} already holds a GroupCorpusGraph built differently (stored, requested): '
-                               f'{diff}; pass overwrite=True to rebuild it')
+                               f'{diff}; pass overwrite=True (--overwrite) to rebuild it')
     assert (path / 'marker').exists()
 
 
@@ -437,7 +437,8 @@ def test_a_record_without_its_partition_is_refused_as_built_differently(tmp_path
         _build(tmp_path / 'g')
     assert str(info.value) == (f"{path} already holds a GroupCorpusGraph built differently (stored, requested): "
                                "{'max_group_size': (None, 20), 'resolution': (None, 1.0), 'randomness': (None, 0.001), "
-                               "'seed': (None, 42), 'backend': (None, 'given')}; pass overwrite=True to rebuild it")
+                               "'seed': (None, 42), 'backend': (None, 'given')}; pass overwrite=True (--overwrite) to "
+                               "rebuild it")
 
 
 def test_another_graph_is_refused(tmp_path):

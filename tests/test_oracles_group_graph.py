@@ -423,6 +423,19 @@ class Recorder:
         return [dict(self.records[g['group']]) for g in groups]
 
 
+def test_summarize_refuses_a_corpus_that_lacks_most_documents_before_any_call(five):
+    # another collection (scifact's docnos for cranfield's groups): 3 of the 5 documents are missing, more than half
+    recorder = Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(3)})
+    corpus = [{'docno': 'a', 'text': 'ay'}, {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'other'}]
+    with pytest.raises(ValueError) as refused:
+        five.summarize(recorder, corpus, batch_size=2)
+    assert str(refused.value) == ("3 of the 5 documents of the groups to summarise are not in the corpus given (e.g. "
+                                  "['b', 'c', 'd']): is it the collection these groups were built from? Pass that "
+                                  "collection; nothing was summarised")
+    assert recorder.batches == []
+    assert not five.has_summaries
+
+
 def test_summarize_gives_each_group_its_members_documents_in_batches(five):
     corpus = [{'docno': 'b', 'title': 'B', 'text': 'bee', 'extra': 1}, {'docno': 'a', 'text': 'ay'},
               {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'not in the graph'}]  # c, d are missing

@@ -174,7 +174,7 @@ def test_every_retryable_failure_is_retried_then_said_in_one_line(waits):
         last = f'http://s{log[-1]}/v1'
         assert str(failed.value).startswith(f'request to {last} failed after 3 attempts ({type(error).__name__}: ')
         assert str(failed.value).endswith("); check that the server is up and serves 'm', or raise timeout=/"
-                                          'max_retries=')
+                                          'max_retries= (--timeout/--max-retries)')
 
 
 def test_no_retries_at_all(waits):
@@ -856,7 +856,8 @@ def test_failure_messages_quote_the_error_cut_at_300_characters_and_honour_retry
         engine._request(lambda c: (_ for _ in ()).throw(errors.pop(0)), completion=False)
     assert waits == [3.0]  # the server's word, not the backoff
     assert str(failed.value) == ('request to http://s0/v1 failed after 2 attempts (InternalServerError: ' + 'e' * 300
-                                 + "); check that the server is up and serves 'm', or raise timeout=/max_retries=")
+                                 + "); check that the server is up and serves 'm', or raise timeout=/max_retries= "
+                                 "(--timeout/--max-retries)")
     for cls, code, words in ((openai.AuthenticationError, 401, 'refused the credentials (HTTP 401 '),
                              (openai.BadRequestError, 400, 'was refused (')):
         with pytest.raises((AccessRefused, RequestRefused)) as stopped:

@@ -297,7 +297,7 @@ class OpenAIEngine(Rebuildable, Engine):
                 if attempt == self.max_retries:
                     message = (f'request to {self._urls[index]} failed after {attempt + 1} attempts '
                                f'({type(ex).__name__}: {str(ex)[:300]}); check that the server is up and serves '
-                               f'{self.model!r}, or raise timeout=/max_retries=')
+                               f'{self.model!r}, or raise timeout=/max_retries= (--timeout/--max-retries)')
                 else:
                     delay = self._retry_delay(ex, attempt)
             except (openai.AuthenticationError, openai.PermissionDeniedError) as ex:
