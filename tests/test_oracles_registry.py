@@ -493,3 +493,10 @@ def test_navigators_and_engines_refuse_a_second_declaration_by_name(scratch_name
     assert getattr(registry, kind)(scratch_name) is second
     with pytest.raises(ValueError, match=f"^a {kind} needs a non-empty name, got ''$"):
         register(make('', 'none'))
+
+
+def test_system_names_by_whether_they_use_the_reranker():
+    # the --systems choices of examples/budget_recall.py and final_order.py: every system a reranker changes
+    assert registry.system_names(reranks=False) == ['BM25']
+    assert registry.system_names(reranks=True) == [name for name in ALL if name != 'BM25']
+    assert registry.system_names(reranks=True, groups=False, sweep=True) == ['Rerank', 'GAR', 'SlideGAR', 'RGS']
