@@ -120,6 +120,12 @@ def command_errors():
         end_progress_bars()
         sys.stderr.write(f'\n{INTERRUPTED}\n')  # after the terminal's ^C
         sys.exit(130)
+    except SystemExit as ex:  # a script's own refusal, SystemExit('error: ...'), exits 2 as every user error does
+        if not (isinstance(ex.code, str) and ex.code.startswith('error: ')):
+            raise
+        end_progress_bars()
+        sys.stderr.write(f'{one_line(ex.code)}\n')
+        sys.exit(2)
     except Exception as ex:  # noqa: BLE001 - the one place where exceptions become messages
         message = user_message(ex)
         if message is None:

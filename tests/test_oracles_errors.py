@@ -287,6 +287,21 @@ def test_inside_command_errors_any_parser_gives_one_line_and_the_class_is_restor
     assert argparse.ArgumentParser.error is plain_error
 
 
+@pytest.mark.parametrize(('code', 'status', 'said'), [
+    ('error: no sweep CSV at\n x.csv', 2, 'error: no sweep CSV at x.csv\n'),  # a script's refusal: one line, 2
+    ('done, but not an error', 1, ''),  # any other text passes through as Python ends it (status 1, printed there)
+    (3, 3, ''),
+])
+def test_a_scripts_own_refusal_exits_2_like_every_user_error(code, status, said, capsys):
+    def script():
+        raise SystemExit(code)
+
+    with pytest.raises(SystemExit) as ended, command_errors():
+        script()
+    assert (ended.value.code if isinstance(ended.value.code, int) else 1) == status
+    assert capsys.readouterr().err == said
+
+
 _EXAMPLES = sorted(p.name for p in (Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
 
 
