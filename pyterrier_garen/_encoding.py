@@ -79,6 +79,17 @@ def _load_minilm():
             hf_logging.enable_progress_bar()
 
 
+def check_model_folder(name_or_folder: str, spec: str) -> None:
+    """Refuse a model given as a path (absolute, or starting with ``.`` or ``~``) that is no folder, naming it: the
+    model libraries would read it as a Hub name and answer with a message about repo ids."""
+    if name_or_folder.startswith(('/', '.', '~')):
+        folder = os.path.expanduser(name_or_folder)
+        if not os.path.isdir(folder):
+            raise ValueError(f'{spec!r}: there is no model folder at {folder} ('
+                             + ('it is a file' if os.path.exists(folder) else 'no such path')
+                             + '); check the path, or give a model name the local Hugging Face cache holds')
+
+
 def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
     """A document/query encoder from a short spec (what ``encode --encoder`` and ``prepare --encoder`` take).
 
@@ -88,13 +99,14 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
     * ``package.module:factory``: any zero-argument callable returning an encoder (e.g. ``pyterrier_dr:TasB``).
 
     Raises:
-        ValueError: for a spec of none of these forms (the message lists them).
+        ValueError: for a spec of none of these forms (the message lists them), or a model path that is no folder.
     """
     spec = str(spec).strip()
     if spec == DEFAULT:
         return minilm_encoder()
     kind, sep, rest = spec.partition(':')
     if sep and kind in ('sbert', 'hf') and rest:
+        check_model_folder(rest, spec)
         import pyterrier_dr
         os.environ.setdefault('HF_HUB_OFFLINE', '1')
         with _quiet_loading():

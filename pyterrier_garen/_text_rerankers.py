@@ -150,6 +150,9 @@ def check_reranker(spec: str) -> None:
                          'cross-encoder:NAME_OR_FOLDER, factory:package.module:function)')
     if name == 'cross-encoder' and not arg:
         raise ValueError('the cross-encoder reranker needs a model: --reranker cross-encoder:NAME_OR_FOLDER')
+    if name == 'cross-encoder':
+        from ._encoding import check_model_folder
+        check_model_folder(arg, spec)  # before anything is prepared or retrieved
     if name == 'factory':
         _factory_function(arg)
 

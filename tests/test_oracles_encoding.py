@@ -81,11 +81,11 @@ def recorder(monkeypatch):
     hf_logging.enable_progress_bar()
 
 
-def test_sbert_and_hf_specs_load_offline_without_progress_bars(recorder):
+def test_sbert_and_hf_specs_load_offline_without_progress_bars(recorder, tmp_path):
     from transformers.utils import logging as hf_logging
     assert isinstance(load_encoder('sbert:my/model', batch_size=8), Recorder)
-    assert load_encoder(' hf:/models/x ') == 'hgf'  # the spec is stripped
-    assert recorder.made == [('SBertBiEncoder', 'my/model', 8, False, '1'), ('HgfBiEncoder', '/models/x', 32, False,
+    assert load_encoder(f' hf:{tmp_path} ') == 'hgf'  # the spec is stripped (a path must be a folder)
+    assert recorder.made == [('SBertBiEncoder', 'my/model', 8, False, '1'), ('HgfBiEncoder', str(tmp_path), 32, False,
                                                                               '1')]
     assert hf_logging.is_progress_bar_enabled()  # put back after loading
 

@@ -87,3 +87,27 @@ def test_vectors_given_as_a_graph_point_to_the_dense_graph_inside_them(tmp_path,
             'build its dense graph with build-graph --vectors')
     assert str(refused.value) == (f"{str(tmp_path / 'V')!r} holds a dense_index.flex artifact, not a corpus graph; "
                                   f"{hint}")
+
+
+@pytest.mark.parametrize('spec', ['sbert:{missing}', 'hf:{missing}', 'sbert:{file}'])
+def test_an_encoder_path_that_is_no_folder_is_named_before_any_model_library_loads(tmp_path, spec, monkeypatch):
+    import sys
+
+    from pyterrier_garen._encoding import load_encoder
+    (tmp_path / 'a-file').write_text('x')
+    spec = spec.format(missing=tmp_path / 'missing', file=tmp_path / 'a-file')
+    monkeypatch.setitem(sys.modules, 'pyterrier_dr', None)  # importing it would fail: the check comes first
+    where = spec.partition(':')[2]
+    with pytest.raises(ValueError) as refused:
+        load_encoder(spec)
+    why = 'it is a file' if where.endswith('a-file') else 'no such path'
+    assert str(refused.value) == (f"{spec!r}: there is no model folder at {where} ({why}); check the path, or give a "
+                                  "model name the local Hugging Face cache holds")
+
+
+def test_a_cross_encoder_path_that_is_no_folder_is_refused_before_compare_prepares(tmp_path):
+    from pyterrier_garen._text_rerankers import check_reranker
+    with pytest.raises(ValueError, match=r"^'cross-encoder:\./nope': there is no model folder at \./nope \(no such "):
+        check_reranker('cross-encoder:./nope')
+    check_reranker(f'cross-encoder:{tmp_path}')  # a folder passes (whether it holds a model is the library's word)
+    check_reranker('cross-encoder:org/some-model')  # a Hub name is not a path: left to the library and its cache
