@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import errno
 import sys
-import types
 import warnings
 from typing import Callable, List, Optional
 
@@ -88,21 +87,12 @@ def _one_line_usage_error(self: argparse.ArgumentParser, message: str) -> None:
     self.exit(2, f'error: {one_line(message)} (see {self.prog} --help)\n')
 
 
-def _one_line_argparse(parser: argparse.ArgumentParser) -> None:
-    """Make a parser and its subcommand parsers report usage errors as one ``error:`` line (exit status 2)."""
-    parser.error = types.MethodType(_one_line_usage_error, parser)
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                _one_line_argparse(sub)
-
-
 def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
                 call: Optional[Callable[[argparse.Namespace], None]] = None) -> None:
-    """Parse ``argv`` and run the chosen command (``args.func``), reporting user errors in one line."""
-    _one_line_argparse(parser)
-    args = parser.parse_args(argv)
+    """Parse ``argv`` and run the chosen command (``args.func``), reporting user errors, usage errors included
+    (:func:`command_errors` makes every parser's, subcommands' too, one line), in one line."""
     with command_errors():
+        args = parser.parse_args(argv)
         (call or args.func)(args)
 
 
