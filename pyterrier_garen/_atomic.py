@@ -210,8 +210,13 @@ def _lock(path: Path, wait: bool = False) -> Iterator[None]:
         return
     told = False
     while True:
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except IsADirectoryError:
+            raise ArtifactKindError(f'{lock_path} is a folder where the build lock of {path} goes; it is left '
+                                    'untouched: move it away, or choose another output path') from None
+        try:
+            _check_lock_file(fd, lock_path, path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as ex:
@@ -248,6 +253,17 @@ def _lock(path: Path, wait: bool = False) -> Iterator[None]:
             os.close(fd)
 
 
+def _check_lock_file(fd: int, lock_path: Path, path: Path) -> None:
+    """Refuse a lock file that is not one: the package's locks are empty regular files, so a file with content (or a
+    device, a pipe) at ``.<name>.lock`` is the user's, and is neither locked through nor removed on release."""
+    import stat
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size:
+        what = f'a file of {info.st_size} bytes' if stat.S_ISREG(info.st_mode) else 'not a regular file'
+        raise ArtifactKindError(f'{lock_path} is {what}, where the (empty) build lock of {path} goes; it is left '
+                                'untouched: move it away, or choose another output path')
+
+
 def _outside_level() -> int:
     """The ``stacklevel`` (for a warning issued by the caller of this function) of the first frame outside this
     package and ``contextlib``: the line of the user's own code that asked for the artifact."""
@@ -270,6 +286,8 @@ def exclusive(path: Union[str, Path]) -> Iterator[None]:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             stack.enter_context(_lock(path, wait=True))
+        except ArtifactKindError:
+            raise
         except OSError as ex:
             if ex.errno == errno.ELOOP:
                 raise ArtifactKindError(f'{lock_file(path)} is a symbolic link where the '

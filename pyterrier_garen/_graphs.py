@@ -5,6 +5,7 @@ Heavy dependencies (torch, sentence-transformers, pyterrier-dr, PISA) are import
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import os
 import sys
@@ -581,6 +582,13 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
     return index
 
 
+def _record(meta_file: Path, **fields) -> None:
+    """Add ``fields`` to the ``pt_meta.json`` a library wrote (inside a build's temporary folder)."""
+    meta = json.loads(meta_file.read_text(encoding='utf8'))
+    meta.update(fields)
+    meta_file.write_text(json.dumps(meta), encoding='utf8')
+
+
 def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 16, k1: float = 0.9,
                       b: float = 0.4, batch_size: int = 1024):
     """A BM25 k-NN graph: each document, used as a query, links to its top-k BM25 documents (``np_topk``).
@@ -625,6 +633,11 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
         if stored_k is not None and int(stored_k) != k:
             raise FileExistsError(f'{path} already holds a BM25 graph with k={stored_k}, not k={k}; choose another '
                                   'output folder (or remove that one)')
+        recorded = (meta or {}).get('bm25')  # graphs built before this was recorded carry none: not checkable
+        if isinstance(recorded, dict) and (recorded.get('k1'), recorded.get('b')) != (float(k1), float(b)):
+            raise FileExistsError(f'{path} already holds a BM25 graph built with k1={recorded.get("k1")}, '
+                                  f'b={recorded.get("b")}, not k1={k1}, b={b}; choose another output folder (or '
+                                  'pass the same parameters)')
         _check_reused(graph._docnos, dataset, path, 'BM25 graph')
         return graph
     check_target(path, ('corpus_graph', 'np_topk'), overwrite=False)  # a folder of the user's: before any indexing
@@ -642,6 +655,7 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
         tmp.rmdir()
         CorpusGraph.from_retriever(retriever, iter(docs), str(tmp), k=k, batch_size=batch_size)
         repair_docnos(tmp / 'docnos.npids')
+        _record(tmp / 'pt_meta.json', bm25={'k1': float(k1), 'b': float(b)})  # what a later reuse checks
     graph = load_corpus_graph(path)
     check_docnos(graph._docnos)
     return graph

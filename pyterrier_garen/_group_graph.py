@@ -592,10 +592,19 @@ class GroupCorpusGraph(CorpusGraph):
             wanted[self.group_member_ids(gid)] = True
         docs_iter = corpus.get_corpus_iter(verbose=False) if hasattr(corpus, 'get_corpus_iter') else corpus
         docs: Dict[str, Dict[str, Any]] = {}
+        inside = outside = 0
         for doc in docs_iter:
             did = self.doc_id(str(doc['docno']))
-            if did >= 0 and wanted[did]:
-                docs[str(doc['docno'])] = {k: doc[k] for k in ('docno', 'title', 'text') if k in doc}
+            if did < 0:
+                outside += 1
+            else:
+                inside += 1
+                if wanted[did]:
+                    docs[str(doc['docno'])] = {k: doc[k] for k in ('docno', 'title', 'text') if k in doc}
+        if outside > inside:  # a larger collection that shares these docnos (two collections numbered 1..N)
+            raise ValueError(f'the corpus given holds {outside} documents that are not in these groups, and only '
+                             f'{inside} that are (the groups hold {self.doc_count}): is it the collection these '
+                             'groups were built from? Pass that collection; nothing was summarised')
         missing = int(wanted.sum()) - len(docs)
         if missing * 2 > int(wanted.sum()):  # most of them: another collection than the one the groups come from
             absent = []

@@ -142,6 +142,7 @@ def _regen():
     return load_script('docs/regen.py')
 
 
+@pytest.mark.slow  # about 80 s, a quarter of the default tier: .ci/run's slow tier runs it
 def test_generated_blocks_match_a_fresh_run():
     """Every cheap ``<!-- generated: CMD -->`` block holds what CMD prints now (python docs/regen.py rewrites them)."""
     regen = _regen()

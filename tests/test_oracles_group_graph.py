@@ -436,6 +436,25 @@ def test_summarize_refuses_a_corpus_that_lacks_most_documents_before_any_call(fi
     assert not five.has_summaries
 
 
+@pytest.mark.parametrize(('outside', 'refused'), [(5, False), (6, True)])
+def test_summarize_refuses_a_larger_collection_sharing_the_docnos(five, outside, refused):
+    # every group document is there, but the corpus holds more documents outside the graph than inside it (vaswani's
+    # 1..11429 given for cranfield's 1..1400): refused up to one more outside than inside, not at a tie
+    recorder = Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(3)})
+    corpus = [{'docno': d, 'text': d * 2} for d in 'abcde'] + [{'docno': f'o{i}', 'text': 'o'} for i in range(outside)]
+    if not refused:
+        five.summarize(recorder, corpus, batch_size=5)
+        assert five.has_summaries
+        return
+    with pytest.raises(ValueError) as info:
+        five.summarize(recorder, corpus, batch_size=2)
+    assert str(info.value) == ('the corpus given holds 6 documents that are not in these groups, and only 5 that are '
+                               '(the groups hold 5): is it the collection these groups were built from? Pass that '
+                               'collection; nothing was summarised')
+    assert recorder.batches == []
+    assert not five.has_summaries
+
+
 def test_summarize_gives_each_group_its_members_documents_in_batches(five):
     corpus = [{'docno': 'b', 'title': 'B', 'text': 'bee', 'extra': 1}, {'docno': 'a', 'text': 'ay'},
               {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'not in the graph'}]  # c, d are missing

@@ -159,3 +159,38 @@ def test_the_lock_file_is_never_followed_through_a_link(tmp_path):
                                'goes; a lock file is never opened through a link: remove the link and rerun')
     assert theirs.read_text() == 'keep me'
     assert Path(tmp_path / '.g.lock').is_symlink()
+
+
+@pytest.mark.parametrize('entry', ['text', 'folder'])
+def test_a_user_file_at_the_lock_path_is_refused_and_kept(tmp_path, entry):
+    """The package's lock files are empty; a file with content (or a folder) named ``.<name>.lock`` is the user's:
+    the build is refused before it starts, and the file is neither written nor removed."""
+    lock = tmp_path / '.g.lock'
+    if entry == 'text':
+        lock.write_text('my notes')
+        what = 'a file of 8 bytes'
+    else:
+        lock.mkdir()
+        (lock / 'x').write_text('mine')
+        what = None
+    with pytest.raises(atomic.ArtifactKindError) as info:
+        with atomic.exclusive(tmp_path / 'g'):
+            pass
+    if what:
+        assert str(info.value) == (f'{lock} is {what}, where the (empty) build lock of {tmp_path / "g"} goes; it '
+                                   'is left untouched: move it away, or choose another output path')
+        assert lock.read_text() == 'my notes'
+    else:
+        assert str(info.value).startswith(f'{lock} is a folder where the build lock of {tmp_path / "g"} goes')
+        assert (lock / 'x').read_text() == 'mine'
+    with pytest.raises(atomic.ArtifactKindError):
+        with atomic.building(tmp_path / 'g', ('t', 'f')) as tmp:
+            raise AssertionError(f'built into {tmp}')
+    assert not (tmp_path / 'g').exists()
+
+
+def test_an_empty_lock_file_left_by_a_killed_build_is_taken_and_removed(tmp_path):
+    (tmp_path / '.g.lock').write_text('')
+    with atomic.exclusive(tmp_path / 'g'):
+        assert (tmp_path / '.g.lock').exists()
+    assert not (tmp_path / '.g.lock').exists()

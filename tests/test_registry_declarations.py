@@ -4,6 +4,8 @@ walking through that section as a new contributor, session 34).
 
 - ``groups=False`` lets the sweep run a system once and copy its row to every Leiden seed: its ranking must not
   move on another partition of the same k-NN edges.
+- ``reranks`` says whether the reranker changes a system's ranking (``compare --head-rerank`` adds a reranker call
+  to exactly these): a system declared ``reranks=True`` must move with another reranker, one declared ``False`` not.
 - A navigator is called once for all queries of a batch: each row's score must not depend on the other rows.
 - An engine short name is resolved inside a Ray actor: its target must name an ``Engine`` class here already.
 """
@@ -14,7 +16,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from _toy_graph import ToyGroupGraph, assert_batched_equals_per_query, toy_components
+from _toy_graph import HashScorer, ToyGroupGraph, assert_batched_equals_per_query, toy_components
 from _vector_stubs import TableVectors
 
 from pyterrier_garen import _registry
@@ -43,6 +45,26 @@ def test_the_check_catches_a_partition_reader_declared_partition_free():
     garen = _registry.system('GAREN').factory
     assert not garen(components)(inp)[['qid', 'docno']].reset_index(drop=True).equals(
         garen(other)(inp)[['qid', 'docno']].reset_index(drop=True))
+
+
+@pytest.mark.parametrize('name', _registry.system_names())
+def test_a_system_moves_with_the_reranker_exactly_when_declared_so(name):
+    components, inp = toy_components()
+    spec = _registry.system(name)
+    other = dataclasses.replace(components, reranker=HashScorer('another reranker'))
+    one = spec.factory(components)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    two = spec.factory(other)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    if spec.reranks:
+        assert not one.equals(two), f'{name} is declared reranks=True, but another reranker leaves it unchanged'
+    else:
+        assert one.equals(two), f'{name} is declared reranks=False, but its ranking moves with the reranker'
+
+
+def test_the_reranker_check_catches_a_wrong_declaration():
+    # no tautology: BM25 is the same under any reranker, so declared reranks=True it would fail above
+    components, inp = toy_components()
+    bm25 = _registry.system('BM25').factory
+    assert bm25(components)(inp).equals(bm25(dataclasses.replace(components, reranker=HashScorer('x')))(inp))
 
 
 class _HashEncoder:

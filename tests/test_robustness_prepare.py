@@ -154,6 +154,12 @@ def test_reused_graph_must_fit_the_request(gaps, tmp_path):
     bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=8)
     with pytest.raises(FileExistsError, match='already holds a BM25 graph with k=8, not k=4'):
         bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=4)
+    assert json.loads((tmp_path / 'graph' / 'pt_meta.json').read_text())['bm25'] == {'k1': 0.9, 'b': 0.4}
+    with pytest.raises(FileExistsError) as info:
+        bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=8, k1=1.2, b=0.75)
+    assert str(info.value) == (f'{tmp_path / "graph"} already holds a BM25 graph built with k1=0.9, b=0.4, not '
+                               'k1=1.2, b=0.75; choose another output folder (or pass the same parameters)')
+    assert bm25_corpus_graph(gaps, tmp_path / 'graph', index=index, k=8, k1=0.9, b=0.4) is not None  # same: reused
     other = LocalDataset(shutil.copytree(gaps.path, tmp_path / 'other'))
     lines = (other.path / 'docs.jsonl').read_text().splitlines()[:50]
     (other.path / 'docs.jsonl').write_text('\n'.join(lines) + '\n')
