@@ -9,6 +9,7 @@ queries one at a time.
 """
 from __future__ import annotations
 
+import inspect
 import math
 import warnings
 from itertools import islice
@@ -20,7 +21,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import first_stage, neighbour_lookup, ranking_frame
-from ._params import Rebuildable, check_positive
+from ._params import Rebuildable, check_graph, check_model, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
            'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail',
@@ -101,7 +102,20 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
         **{col: np.concatenate([np.asarray(payload[col], dtype=object if col in ('docno', 'text') else None)
                                 for _, _, payload in requests]) for col in requests[0][2]},
     })
-    out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
+    try:
+        out = model(frame.copy())  # a copy: a model that edits its input in place changes nothing of ours
+    except KeyError as ex:
+        missing = _unsent_columns(ex, frame)
+        if not missing:
+            raise
+        sent = f'{role} {model!r} reads the column(s) {missing}, which it is not sent: it gets {list(frame.columns)}'
+        if role == 'navigator':
+            raise ValueError(f'the {sent} (docno = the group id, text = its summary)') from ex
+        fix = 'garen.with_text(dataset, reranker)' if missing == ['text'] else \
+            f'garen.with_text(dataset, reranker, field={missing[0]!r})'
+        raise ValueError(f'the {sent} and no document text (a graph search also scores documents the first stage did '
+                         f'not return), so it must fetch what it reads itself: pass {fix}, which is '
+                         f'pt.text.get_text(dataset, {missing[0]!r}) >> reranker') from ex
     if 'score' not in out.columns or 'docno' not in out.columns or 'qid' not in out.columns:
         raise ValueError(f'the {role} {model!r} must return qid, docno and score columns; got {list(out.columns)}')
     raw = pd.to_numeric(out['score'], errors='coerce')
@@ -123,6 +137,19 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
                       f'({bad_returned} NaN or infinite, {int(unusable.sum()) - bad_returned} missing; qids '
                       f'{qids[:5]}); they are ranked last', stacklevel=3)
     return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
+
+
+def _unsent_columns(ex: KeyError, frame: pd.DataFrame) -> List[str]:
+    """The columns a model's ``KeyError`` says it lacks that the frame sent it does not hold (pyterrier's
+    ``InputValidationError`` lists them; a plain ``KeyError('text')`` names one); ``[]`` for any other ``KeyError``
+    (a model's own look-up of a docno, say)."""
+    modes = getattr(ex, 'modes', None)
+    if modes:
+        names = [c for mode in modes for c in getattr(mode, 'missing_columns', None) or []]
+    else:
+        names = [ex.args[0]] if len(ex.args) == 1 and isinstance(ex.args[0], str) else []
+    values = {str(v) for col in ('qid', 'query', 'docno') if col in frame.columns for v in frame[col]}
+    return [c for c in dict.fromkeys(names) if isinstance(c, str) and c not in frame.columns and c not in values]
 
 
 def _distinct(requests: list) -> bool:
@@ -530,6 +557,12 @@ class WindowSearch(Rebuildable, pt.Transformer):
         ``window``, ``keep``, ``stride`` and ``budget`` are positive integers; ``keep < window`` (or no new document
         could enter a window) and ``stride <= window`` (or documents between two windows would never be re-ranked).
         """
+        owner = type(self).__name__
+        check_model(owner, 'reranker', self.reranker)
+        if 'navigator' in inspect.signature(type(self).__init__).parameters:
+            check_model(owner, 'navigator', self.navigator)
+        if self.graph_param and self._graph() is not None:  # None: named when the search is run (tests build
+            check_graph(self._graph(), owner)               # searches without a graph to check their sizes)
         sizes = {name: getattr(self, name) for name in ('window', 'keep', 'stride', 'budget') if hasattr(self, name)}
         if 'keep' in sizes:
             check_window(sizes['window'], sizes['keep'], sizes['budget'])
@@ -556,6 +589,8 @@ class WindowSearch(Rebuildable, pt.Transformer):
         """Run the search for every query of ``inp`` (a first-stage result frame)."""
         queries = first_stage(inp, context=self)
         graph = self._graph()
+        if self.graph_param:
+            check_graph(graph, type(self).__name__)
         warn_budget_covers_collection(getattr(self, 'budget', None), graph, context=type(self).__name__)
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
         states = {(qid, query): self.state_class(r0, neighbours) for qid, query, r0 in queries}

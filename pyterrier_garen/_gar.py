@@ -11,7 +11,7 @@ import pyterrier_adaptive
 
 from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores
 from ._frames import check_one_query_per_qid, check_present, numeric_order
-from ._params import Rebuildable, check_int
+from ._params import Rebuildable, check_graph, check_int, check_model
 
 __all__ = ['GAR']
 
@@ -54,6 +54,9 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
                  batch_size: Optional[int] = None, backfill: bool = True, enabled: bool = True, verbose: bool = False):
         check_int('num_results', num_results, low=1, note='documents scored per query, the budget')
         check_int('batch_size', batch_size, low=1, none_ok=True, note="documents per scorer call; None: the scorer's")
+        check_model('GAR', 'scorer', scorer)
+        if corpus_graph is not None:  # None: named when it is run
+            check_graph(corpus_graph, 'GAR')
         # the parent stores every argument under its own name (batch_size=None: the scorer's, else 16)
         super().__init__(scorer, corpus_graph, num_results=num_results, batch_size=batch_size, backfill=backfill,
                          enabled=enabled, verbose=verbose)
@@ -69,6 +72,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         if len(inp) == 0:
             return pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno') else float)
                                  for c in OUTPUT_COLUMNS})
+        check_graph(self.corpus_graph, 'GAR')
         check_present(inp, ('qid', 'docno', 'query'), self, 'input rows')
         check_one_query_per_qid(inp, self)
         inp = numeric_order(inp, self, 'score')  # GAR orders its first stage by score

@@ -15,7 +15,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import ranked_groups, renumber
-from ._params import Rebuildable, check_int
+from ._params import Rebuildable, check_int, check_model
 
 __all__ = ['HeadReranker']
 
@@ -48,6 +48,7 @@ class HeadReranker(Rebuildable, pt.Transformer):
             ValueError: for a depth below 2 (one document has no order to change).
         """
         check_int('depth', depth, low=2, note='documents re-ranked once more per query')
+        check_model('HeadReranker', 'reranker', reranker)
         self.reranker = reranker
         self.depth = depth
 

@@ -117,6 +117,11 @@ class SummaryNavigator(VectorComponent):
         if len(inp) == 0:
             return inp.assign(score=pd.Series(dtype=float), rank=pd.Series(dtype=int))
         check_groups(self.groups, 'SummaryNavigator', needs=('summary', 'num_groups'))
+        if getattr(self.groups, 'has_summaries', True) is False:  # every summary '': all groups would score alike
+            raise ValueError(f'{self!r}: {self.groups!r} holds no summaries, so every group would get the same score; '
+                             'summarise the groups first (groups.summarize(garen.ExtractiveSummarizer(), dataset); '
+                             'garen.prepare does it), or navigate with garen.CentroidNavigator(groups, vectors), '
+                             'which needs none')
         gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self).tolist()
         missing = sorted(set(gids) - set(self._summary_vecs))
         if missing:

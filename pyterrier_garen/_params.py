@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import os
 import re
 from enum import Enum
 from typing import Any, List, Optional, Sequence, Tuple
@@ -10,7 +11,8 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_int', 'check_number', 'check_bool',
-           'check_choice', 'check_optional_positive', 'check_groups', 'parse_group_ids', 'init_arguments',
+           'check_choice', 'check_optional_positive', 'check_groups', 'check_graph',
+           'check_model', 'parse_group_ids', 'init_arguments',
            'rebuild_repr', 'Rebuildable']
 
 # The one vocabulary of parameter checks. Every message reads "<name> must be <range>, got <value!r>" (plus a note
@@ -127,8 +129,38 @@ def check_groups(groups: Any, owner: str, *, needs: Sequence[str] = GROUP_API) -
     """Raise ``TypeError`` when ``groups`` is not a group graph (e.g. a plain corpus graph), naming the fix."""
     missing = [name for name in needs if not hasattr(groups, name)]
     if missing:
+        if isinstance(groups, (str, os.PathLike)):
+            raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got the path {str(groups)!r}; open '
+                            'it first: GroupCorpusGraph(path)')
         raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got {type(groups).__name__} without '
                         f'{", ".join(missing)}; build one with GroupCorpusGraph.from_corpus_graph(graph, path)')
+
+
+def check_graph(graph: Any, owner: str) -> None:
+    """Raise ``TypeError`` when ``graph`` has no ``neighbours`` (a path, ``None``, an index), naming the fix."""
+    if hasattr(graph, 'neighbours'):
+        return
+    if isinstance(graph, (str, os.PathLike)):
+        raise TypeError(f'{owner} needs a corpus graph, got the path {str(graph)!r}; open it first: '
+                        'GroupCorpusGraph(path), or pt.Artifact.load(path) for a pyterrier-adaptive graph')
+    raise TypeError(f'{owner} needs a corpus graph with neighbours(docno) (a GroupCorpusGraph or a pyterrier-adaptive '
+                    f'CorpusGraph), got {type(graph).__name__}')
+
+
+#: what each role of model in a search is, for the message of :func:`check_model`
+_MODEL_ROLES = {
+    'reranker': 'a pt.Transformer that scores (qid, query, docno) rows, e.g. garen.VectorScorer(prepared.vectors)',
+    'scorer': 'a pt.Transformer that scores (qid, query, docno) rows, e.g. garen.VectorScorer(prepared.vectors)',
+    'navigator': 'a pt.Transformer that scores groups, e.g. garen.VoteNavigator() or '
+                 'garen.CentroidNavigator(groups, prepared.vectors)',
+}
+
+
+def check_model(owner: str, role: str, model: Any) -> None:
+    """Raise ``TypeError`` when a search's ``role`` model (``reranker``, ``navigator``, ``scorer``) is ``None`` or
+    cannot be called, naming what it must be (it would fail only when the search first calls it)."""
+    if model is None or not callable(model):
+        raise TypeError(f'{owner} needs a {role}: {_MODEL_ROLES[role]}; got {type(model).__name__}')
 
 
 _GROUP_ID = re.compile('[0-9]+')

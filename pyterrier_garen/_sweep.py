@@ -186,7 +186,8 @@ def check_variants(variants: Dict[str, Dict[str, Any]], *, flag: str = 'variant'
                     f'GAREN has no option {unknown[0]!r}; its options are {", ".join(options)}')
             raise ValueError(f'{flag} {name!r}: {unknown[0]!r} cannot be set here: {what}')
         try:
-            GAREN(None, _GroupsShape(), None, **kwargs)
+            placeholder = pt.Transformer.identity()  # the sizes and options are checked here, not the models
+            GAREN(placeholder, _GroupsShape(), placeholder, **kwargs)
         except (TypeError, ValueError) as ex:
             raise ValueError(f'{flag} {name!r}: {ex}') from None
 

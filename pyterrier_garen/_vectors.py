@@ -2,6 +2,7 @@
 vectors read from a ``pyterrier_dr.FlexIndex`` (nothing is re-encoded per query or per iteration)."""
 from __future__ import annotations
 
+import os
 import warnings
 from typing import Dict
 
@@ -71,17 +72,28 @@ class VectorComponent(Rebuildable, pt.Transformer):
     def _doc_vectors(self, docnos) -> np.ndarray:
         """Unit vectors of docnos; zero vectors for docnos the index does not hold."""
         from ._graphs import lookup_ids
-        lookup, dvecs, _ = self.vectors.payload()
+        lookup, dvecs, _ = self._payload()
         ids = lookup_ids(lookup, docnos)
         ok = ids >= 0
         out = np.zeros((len(ids), dvecs.shape[1]), dtype=np.float32)
         out[ok] = unit(np.asarray(dvecs[ids[ok]], dtype=np.float32))
         return out
 
+    def _payload(self):
+        """The FlexIndex's ``(docno lookup, vectors, metadata)``; ``TypeError`` naming the fix when ``vectors`` is no
+        FlexIndex (a path, the groups, ``prepare``'s result)."""
+        if not callable(getattr(self.vectors, 'payload', None)):
+            what = f'the path {str(self.vectors)!r}' if isinstance(self.vectors, (str, os.PathLike)) else \
+                type(self.vectors).__name__
+            raise TypeError(f'{type(self).__name__} needs the corpus vectors as a pyterrier_dr.FlexIndex, got {what}; '
+                            'pass prepared.vectors (garen.prepare), the result of garen.encode_corpus, or '
+                            'pyterrier_dr.FlexIndex(path) for a built index folder')
+        return self.vectors.payload()
+
     def _found_in_vectors(self, docnos) -> int:
         """How many of ``docnos`` have a stored vector."""
         from ._graphs import lookup_ids
-        lookup, _, _ = self.vectors.payload()
+        lookup, _, _ = self._payload()
         return int((lookup_ids(lookup, docnos) >= 0).sum())
 
     def check_rows(self, inp: pd.DataFrame) -> None:

@@ -354,6 +354,11 @@ class _TextLoader(pt.Transformer):
             [self.fields] if isinstance(self.fields, str) else list(self.fields))
         if self.fields == '*' and not self.dataset.has_titles():
             fields = ['text']
+        unknown = [f for f in fields if f not in ('text', 'title')]
+        if unknown:  # docs.jsonl holds text and title only: any other field would be an empty text for every row
+            raise ValueError(f'{self!r}: docs.jsonl documents have the fields text and title (optional), not '
+                             f'{unknown}; load "text" (pt.text.get_text(dataset, \'text\')) or name that field '
+                             'in the reranker (e.g. text_field=\'text\')')
         docs = self.dataset._docs
         docnos = [str(d) for d in inp.docno]  # a run's docnos may have become integers (docnos are text here)
         missing = [d for d in dict.fromkeys(docnos) if d not in docs]

@@ -869,3 +869,16 @@ def test_a_negative_label_is_kept_and_scores_as_not_relevant(tmp_path):
         values.append(ir_measures.calc_aggregate([nDCG @ 10, R @ 100, AP], judged, run))
     assert values[0] == values[1] == values[2]
     assert values[2][nDCG @ 10] == pytest.approx(1 / math.log2(4))  # d2 at rank 3, the ideal at rank 1
+
+
+@pytest.mark.parametrize('field', ['body', 'Text', ['text', 'abstract']])
+def test_the_text_loader_refuses_a_field_documents_do_not_have(titled, field):
+    # every row used to get '' for it, so a reranker scored empty texts without a word
+    inp = pd.DataFrame({'qid': ['q1'], 'docno': ['d1']})
+    unknown = [f for f in ([field] if isinstance(field, str) else field) if f not in ('text', 'title')]
+    with pytest.raises(ValueError) as refused:
+        pt.text.get_text(titled, field)(inp)
+    assert str(refused.value) == (f"LocalDataset('{titled.path}').text_loader({field!r}): docs.jsonl documents have "
+                                  f"the fields text and title (optional), not {unknown}; load \"text\" "
+                                  "(pt.text.get_text(dataset, 'text')) or name that field in the reranker (e.g. "
+                                  "text_field='text')")

@@ -92,6 +92,10 @@ def test_every_registered_navigator_builds_and_gives_each_query_its_own_run_insi
     edges = np.array([[at[n] for n in toy.neighbours(d)] for d in docs])
     groups = GroupCorpusGraph.from_arrays(tmp_path / 'g', docs, edges, np.linspace(1, .5, edges.size).reshape(
         edges.shape), labels=[toy.group_of(d) for d in docs])  # the toy graph as the artifact the vector ones need
+    if spec.summaries:  # a navigator that reads summaries refuses groups without them
+        from pyterrier_garen import ExtractiveSummarizer
+        groups.summarize(ExtractiveSummarizer(), [{'docno': d, 'text': f'words of {d} and group {toy.group_of(d)}'}
+                                                  for d in docs])
     components = dataclasses.replace(components, groups=groups)
     prepared = SimpleNamespace(vectors=TableVectors(tmp_path / 'v.npids', {d: _HashEncoder._vec(d) for d in docs}),
                                groups=groups)

@@ -6,8 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pyterrier_garen import GAREN, CentroidNavigator, GroupCorpusGraph, SlidingWindowReranker, YesNoScorer
+from pyterrier_garen import (GAREN, RGS, CentroidNavigator, GroupCorpusGraph, HeadReranker, SlideGAR,
+                             SlidingWindowReranker, YesNoScorer)
 from pyterrier_garen._engines import Engine, Generation
+from pyterrier_garen._gar import GAR
 
 from _toy_graph import DictScorer, ToyGroupGraph, first_stage
 from _vector_stubs import TableVectors
@@ -222,3 +224,116 @@ def test_reranker_vectors_of_another_corpus(tmp_path):
 def test_internal_id_out_of_range(tmp_path, docid):
     with pytest.raises(IndexError, match=rf'document id {docid!r} is not in .*internal ids run from 0 to 19'):
         _groups(tmp_path).neighbours(docid)
+
+
+# -- components a user passes in the wrong place (a hostile-user audit): named at construction or at the first call ---
+
+@pytest.mark.parametrize(('make', 'message'), [
+    (lambda: GAREN(DictScorer({}), GRAPH, None),
+     'GAREN needs a navigator: a pt.Transformer that scores groups, e.g. garen.VoteNavigator() or '
+     'garen.CentroidNavigator(groups, prepared.vectors); got NoneType'),  # was a bare StopIteration at the first call
+    (lambda: GAREN(None, GRAPH, DictScorer({})),
+     'GAREN needs a reranker: a pt.Transformer that scores (qid, query, docno) rows, e.g. '
+     'garen.VectorScorer(prepared.vectors); got NoneType'),
+    (lambda: SlidingWindowReranker('cross-encoder'),
+     'SlidingWindowReranker needs a reranker: a pt.Transformer that scores (qid, query, docno) rows, e.g. '
+     'garen.VectorScorer(prepared.vectors); got str'),
+    (lambda: HeadReranker(None),
+     'HeadReranker needs a reranker: a pt.Transformer that scores (qid, query, docno) rows, e.g. '
+     'garen.VectorScorer(prepared.vectors); got NoneType'),
+    (lambda: GAR(None, GRAPH),
+     'GAR needs a scorer: a pt.Transformer that scores (qid, query, docno) rows, e.g. '
+     'garen.VectorScorer(prepared.vectors); got NoneType'),
+    (lambda: RGS(DictScorer({}), None)(first_stage(DOCS)),
+     'RGS needs a corpus graph with neighbours(docno) (a GroupCorpusGraph or a pyterrier-adaptive CorpusGraph), got '
+     'NoneType'),  # when run (built without a graph, it checks its sizes); was AttributeError: ... 'neighbours'
+    (lambda: SlideGAR(DictScorer({}), '/data/groups'),
+     "SlideGAR needs a corpus graph, got the path '/data/groups'; open it first: GroupCorpusGraph(path), or "
+     'pt.Artifact.load(path) for a pyterrier-adaptive graph'),
+])
+def test_a_missing_or_misplaced_component_is_named(make, message):
+    with pytest.raises(TypeError) as refused:
+        make()
+    assert str(refused.value) == message
+
+
+def test_a_path_where_groups_are_needed_says_to_open_it():
+    from pyterrier_garen._params import check_groups
+    with pytest.raises(TypeError) as refused:
+        check_groups('/data/groups', 'GAREN')
+    assert str(refused.value) == ("GAREN needs a group graph (a GroupCorpusGraph), got the path '/data/groups'; open "
+                                  'it first: GroupCorpusGraph(path)')
+
+
+class _TextScorer:
+    """A text-reading reranker given to a search without ``with_text`` (it reads ``text`` as a column)."""
+    def __call__(self, frame):
+        return frame.assign(score=[float(len(t)) for t in frame['text']])
+
+    def __repr__(self):
+        return 'TextScorer()'
+
+
+def test_a_reranker_reading_text_it_is_not_sent_names_with_text():
+    # the first stage holds text (bm25 >> pt.text.get_text(...) >> search), but a search sends qid, query, docno,
+    # score, rank only; this used to be the model's own KeyError: 'text'
+    inp = first_stage(DOCS).assign(text='some words')
+    expected = ("the reranker TextScorer() reads the column(s) ['text'], which it is not sent: it gets ['qid', "
+                "'query', 'docno', 'score', 'rank'] and no document text (a graph search also scores documents the "
+                'first stage did not return), so it must fetch what it reads itself: pass garen.with_text(dataset, '
+                "reranker), which is pt.text.get_text(dataset, 'text') >> reranker")
+    for search in (_garen(reranker=_TextScorer()), SlidingWindowReranker(_TextScorer(), budget=8)):
+        with pytest.raises(ValueError) as refused:
+            search(inp)
+        assert str(refused.value) == expected
+        assert isinstance(refused.value.__cause__, KeyError)
+
+
+def test_a_reranker_missing_another_field_names_that_field_and_its_own_key_errors_stay_its_own():
+    import pyterrier as pt
+    titles = pt.apply.doc_score(lambda row: len(row['title']))
+    with pytest.raises(ValueError, match=r"^the reranker .* reads the column\(s\) \['title'\], which it is not sent: .*"
+                                         r"pass garen.with_text\(dataset, reranker, field='title'\), which is "
+                                         r"pt.text.get_text\(dataset, 'title'\) >> reranker$"):
+        _garen(reranker=titles)(first_stage(DOCS))
+    lookup = pt.apply.doc_score(lambda row: {'d0': 1.}[row['docno']])  # its own KeyError of a docno: left alone
+    with pytest.raises(KeyError, match="'d1'"):
+        _garen(reranker=lookup)(first_stage(DOCS))
+
+
+def test_a_navigator_reading_a_column_it_is_not_sent_is_named():
+    class TitleNavigator:
+        def __call__(self, frame):
+            return frame.assign(score=[len(t) for t in frame['title']])
+
+        def __repr__(self):
+            return 'TitleNavigator()'
+    with pytest.raises(ValueError) as refused:
+        _garen(navigator=TitleNavigator())(first_stage(DOCS))
+    assert str(refused.value) == ("the navigator TitleNavigator() reads the column(s) ['title'], which it is not sent: "
+                                  "it gets ['qid', 'query', 'docno', 'text', 'vote'] (docno = the group id, text = "
+                                  'its summary)')
+
+
+@pytest.mark.parametrize(('vectors', 'what'), [('/data/minilm.flex', "the path '/data/minilm.flex'"),
+                                                (None, 'NoneType'), (GRAPH, 'ToyGroupGraph')])
+def test_vectors_that_are_no_flexindex_are_named(vectors, what):
+    from pyterrier_garen import VectorScorer
+    frame = pd.DataFrame({'qid': ['q'], 'query': ['x'], 'docno': ['d1']})
+    with pytest.raises(TypeError) as refused:
+        VectorScorer(vectors, FakeEncoder())(frame)  # was AttributeError: ... has no attribute 'payload'
+    assert str(refused.value) == (f'VectorScorer needs the corpus vectors as a pyterrier_dr.FlexIndex, got {what}; '
+                                  'pass prepared.vectors (garen.prepare), the result of garen.encode_corpus, or '
+                                  'pyterrier_dr.FlexIndex(path) for a built index folder')
+
+
+def test_a_summary_navigator_over_groups_without_summaries_is_refused(tmp_path):
+    from pyterrier_garen import SummaryNavigator
+    groups = _groups(tmp_path)  # from_arrays: no summaries yet; every group's summary is '', so all would tie
+    navigator = SummaryNavigator(groups, encoder=FakeEncoder())
+    with pytest.raises(ValueError) as refused:
+        navigator(_nav_frame(['0', '1']))
+    assert str(refused.value) == (f'{navigator!r}: {groups!r} holds no summaries, so every group would get the same '
+                                  'score; summarise the groups first (groups.summarize(garen.ExtractiveSummarizer(), '
+                                  'dataset); garen.prepare does it), or navigate with '
+                                  'garen.CentroidNavigator(groups, vectors), which needs none')
