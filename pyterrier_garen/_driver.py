@@ -506,8 +506,10 @@ def check_window(window: int, keep: int, budget: int) -> None:
     """Validate ``w``, ``h`` and ``c``: positive integers with ``h < w``."""
     check_positive(window=window, keep=keep, budget=budget)
     if keep >= window:
+        fix = f'e.g. keep={window // 2}' if window >= 2 else \
+            'so the window must hold at least 2 (e.g. window=20, keep=10)'
         raise ValueError(f'keep (h={keep}) must be smaller than window (w={window}), otherwise no new document can '
-                         f'enter the window; e.g. keep={window // 2}')
+                         f'enter the window; {fix}')
 
 
 class WindowSearch(Rebuildable, pt.Transformer):

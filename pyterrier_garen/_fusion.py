@@ -115,6 +115,10 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
             ValueError: for a negative or non-finite ``weight``, ``tail_weight`` or ``observed_weight``, a
                 non-positive ``k`` or a negative ``head``.
         """
+        if not isinstance(first_stage, pd.DataFrame) and not callable(first_stage):
+            raise TypeError('FirstStageFusion\'s first argument is the first stage (a transformer such as BM25, or '
+                            f'its result frame), got {type(first_stage).__name__} {first_stage!r}; e.g. '
+                            'FirstStageFusion(bm25, 0.1)')
         check_nonnegative(weight=weight, observed_weight=observed_weight)
         if tail_weight is not None:
             check_nonnegative(tail_weight=tail_weight)
@@ -158,6 +162,12 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
         if not groups:
             return inp.copy()
         first = self._first(inp)
+        without = [qid for qid, _ in groups if str(qid) not in first]
+        if without and (self.weight or self.tail_weight or self.observed_weight):
+            warnings.warn(f'{self!r}: {len(without)} of the {len(groups)} queries have no first-stage ranking (e.g. '
+                          f'qid {without[0]!r}; the first stage\'s qids include {sorted(first)[:3]}), so their order '
+                          'is left as it was: is the first stage of these topics? (qids are compared as text)',
+                          stacklevel=2)
         frames = []
         for qid, group in groups:
             docnos = group['docno'].astype(str).tolist()

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
+import pandas as pd
 import pyterrier as pt
 from pyterrier_adaptive import CorpusGraph
 
@@ -389,7 +390,11 @@ class GroupCorpusGraph(CorpusGraph):
 
         As :meth:`doc_id`, it reads ``str(docno)``: ``5`` asks for docno ``'5'`` and ``5.0`` for ``'5.0'``.
         """
-        docno = docno if type(docno) is str else str(docno)  # the memo's key is the docno's text, not an equal number
+        if type(docno) is not str:
+            if isinstance(docno, (list, tuple, set, np.ndarray, pd.Series, pd.Index)):
+                raise TypeError(f'group_of takes one docno, got a {type(docno).__name__}; use groups_of(docnos) for '
+                                'several')
+            docno = str(docno)  # the memo's key is the docno's text, not an equal number
         gid = self._group_cache.get(docno)
         if gid is None:
             did = self.doc_id(docno)
@@ -411,20 +416,36 @@ class GroupCorpusGraph(CorpusGraph):
 
     def groups_of(self, docnos: Sequence[str]) -> np.ndarray:
         """Group ids of several docnos (-1 for those not in the graph)."""
+        if isinstance(docnos, (str, bytes)):  # its characters would be looked up one by one
+            raise TypeError(f'groups_of takes a sequence of docnos, got the single docno {docnos!r}; use '
+                            'group_of(docno), or groups_of([docno])')
         ids = self.doc_ids(docnos)
         out = np.full(len(ids), -1, dtype=np.int64)
         out[ids >= 0] = self.group_ids[ids[ids >= 0]]
         return out
 
+    def _group_id(self, group_id: Any) -> int:
+        """``group_id`` as an int in ``0 .. num_groups - 1``; ``TypeError`` for what is no group id (a docno, a float,
+        a bool), ``IndexError`` for one out of range. A string of digits is read as the number it holds: a
+        navigator's rows carry the group id as text in their ``docno`` column."""
+        if isinstance(group_id, str) and group_id.isascii() and group_id.isdigit():
+            group_id = int(group_id)
+        if isinstance(group_id, (bool, np.bool_)) or not isinstance(group_id, (int, np.integer)):
+            hint = (' (a docno? its group is group_of(docno))' if isinstance(group_id, str) else '')
+            raise TypeError(f'a group id is an integer from 0 to {self.num_groups - 1}, got {group_id!r}{hint}')
+        if not 0 <= group_id < self.num_groups:
+            raise IndexError(f'group {group_id} does not exist; group ids run from 0 to {self.num_groups - 1}')
+        return int(group_id)
+
     def group_member_ids(self, group_id: int) -> np.ndarray:
         """Internal ids of a group's members, in id order."""
-        if not 0 <= int(group_id) < self.num_groups:
-            raise IndexError(f'group {group_id} does not exist; group ids run from 0 to {self.num_groups - 1}')
-        start, end = self._group_offsets[int(group_id)], self._group_offsets[int(group_id) + 1]
+        group_id = self._group_id(group_id)
+        start, end = self._group_offsets[group_id], self._group_offsets[group_id + 1]
         return np.asarray(self._group_members[start:end], dtype=np.int64)
 
     def group_members(self, group_id: int) -> List[str]:
         """Docnos of a group's members, in a fixed order (string order of docnos); memoised per group asked about."""
+        group_id = self._group_id(group_id)
         members = self._member_cache.get(group_id)
         if members is None:
             self.trim_caches()
@@ -476,9 +497,7 @@ class GroupCorpusGraph(CorpusGraph):
 
     def summary_record(self, group_id: int) -> Optional[Dict[str, Any]]:
         """The stored summary record of a group (``None`` without summaries)."""
-        if not 0 <= int(group_id) < self.num_groups:
-            raise IndexError(f'group {group_id} does not exist; group ids run from 0 to {self.num_groups - 1}')
-        return self._summary_records[int(group_id)]
+        return self._summary_records[self._group_id(group_id)]
 
     def summary(self, group_id: int) -> str:
         """The group's text for a navigator: ``"<concept>: <summary>"``, or ``''`` without summaries."""
@@ -522,6 +541,11 @@ class GroupCorpusGraph(CorpusGraph):
         from ._params import check_positive
         check_positive(batch_size=batch_size)
         budget = FailureBudget(0, max_failed_share)  # checks the share before any work
+        if isinstance(summarizer, type) or not callable(getattr(summarizer, 'summarize', None) or
+                                                         getattr(summarizer, 'build', None)):
+            what = f'the class {summarizer.__name__}' if isinstance(summarizer, type) else type(summarizer).__name__
+            raise TypeError(f'summarize needs a summariser instance (garen.ExtractiveSummarizer(), '
+                            f'garen.LLMSummarizer(engine)), got {what}')
         from ._ray import as_recipe, ray_options, summarize_batches
         ray = ray_options(ray)
         if ray:

@@ -440,7 +440,12 @@ def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: i
     Returns:
         The run without excluded (qid, docno) pairs, ranks recomputed from the scores.
     """
-    excluded = qrels.loc[qrels.label == excluded_label, ['qid', 'docno']]
+    missing = [c for c in ('qid', 'docno', 'label') if c not in qrels.columns]
+    if missing:
+        raise ValueError(f'remove_excluded: the qrels lack the column(s) {missing}; they need qid, docno and label '
+                         f'(got {list(qrels.columns)}), as dataset.get_qrels() gives them')
+    labels = pd.to_numeric(qrels['label'], errors='coerce')  # labels read as text ('-100') are the numbers they hold
+    excluded = qrels.loc[labels == excluded_label, ['qid', 'docno']]
     if len(excluded) == 0 or len(run) == 0:
         return run
     key = pd.MultiIndex.from_frame(run[['qid', 'docno']].astype(str))
