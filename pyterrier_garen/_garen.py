@@ -354,7 +354,9 @@ class GAREN(WindowSearch):
     """Group-Aware Adaptive Retrieval for Evidence Navigation (GAREN).
 
     Required input columns: ``['qid', 'query', 'docno']`` plus ``rank`` or ``score`` (the first-stage ranking
-    ``R_0``; other columns, e.g. ``text``, are ignored).
+    ``R_0``; other columns, e.g. ``text``, are ignored and not carried to the output, as in pyterrier-adaptive's
+    GAR: the documents found through the graph have no values for them; add text after the search with
+    ``pt.text.get_text``).
 
     Output columns: ``['qid', 'query', 'docno', 'score', 'rank', 'iteration', 'group']``: every observed document
     (at most ``budget`` per query) in the final order; ``score`` strictly decreases with rank (it is derived from the

@@ -436,6 +436,18 @@ def test_summarize_refuses_a_corpus_that_lacks_most_documents_before_any_call(fi
     assert not five.has_summaries
 
 
+def test_summarize_at_exactly_half_missing_warns_and_names_three_missing_docnos_above(five):
+    # groups 0 and 1 want a b c d; a corpus of a and c lacks two: half, not more than half, so a warning
+    with pytest.warns(UserWarning, match='^2 documents of the groups to summarise are not in the corpus given'):
+        texts = five._member_texts([{'docno': 'a', 'text': 'ay'}, {'docno': 'c', 'text': 'see'}], [0, 1])
+    assert texts == {0: [{'docno': 'a', 'text': 'ay'}, {'docno': 'b', 'text': ''}],
+                     1: [{'docno': 'c', 'text': 'see'}, {'docno': 'd', 'text': ''}]}
+    with pytest.raises(ValueError) as refused:  # all five missing: the message gives the first three, no more
+        five._member_texts([], [0, 1, 2])
+    assert str(refused.value).startswith("5 of the 5 documents of the groups to summarise are not in the corpus given "
+                                         "(e.g. ['a', 'b', 'c']): ")
+
+
 @pytest.mark.parametrize(('outside', 'refused'), [(5, False), (6, True)])
 def test_summarize_refuses_a_larger_collection_sharing_the_docnos(five, outside, refused):
     # every group document is there, but the corpus holds more documents outside the graph than inside it (vaswani's
