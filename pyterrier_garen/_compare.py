@@ -308,6 +308,34 @@ def evaluation_qrels(dataset, *, binary: Optional[bool] = None) -> pd.DataFrame:
     return qrels
 
 
+def check_some_query_judged(topics: pd.DataFrame, total_queries: int, qrels: pd.DataFrame, dataset) -> None:
+    """``ValueError`` when no query of ``topics`` (the first ``len(topics)`` of ``total_queries``) has a judgement
+    in ``qrels``: ``pt.Experiment`` would refuse the run only after every offline step and every system had run,
+    with advice (``filter_by_topics``) that ``compare`` has no option for.
+
+    A query whose judgements are all 0 is judged (measured as 0): the warning about relevant documents covers it.
+    """
+    judged = set(qrels.qid.astype(str))
+    qids = topics.qid.astype(str)
+    if qids.isin(judged).any():
+        return
+    asked = _count(len(topics), 'query', 'queries')
+    first = f'qid {qids.iloc[0]!r}'
+    if not judged:
+        raise ValueError(f'compare: the qrels of {dataset} hold no judgement to evaluate the {asked} with; add '
+                         'judgements "qid 0 docno label" for them')
+    example = f'e.g. {sorted(judged)[0]!r}'
+    later = int(dataset.get_topics().qid.astype(str).isin(judged).sum()) if len(topics) < total_queries else 0
+    if later:
+        fix = (f'they are the first {len(topics)} of the {total_queries} queries, and {later} later ones are '
+               f'judged: evaluate more queries (--queries, num_queries) or put judged queries first')
+    else:
+        fix = ('check that the qrels name the queries by the qids of the queries file, exactly as written '
+               "('007' is not '7')")
+    raise ValueError(f'compare: none of the {asked} evaluated ({first}, ...) has a judgement in the qrels ({example}, '
+                     f'...), so nothing can be measured; {fix}')
+
+
 def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Path]] = None,
             num_queries: Optional[int] = None, navigator: str = 'centroid', systems: Optional[Sequence[str]] = None,
             binary: Optional[bool] = None, fusion: float = 0.0, final_order: Optional[str] = None,
@@ -374,6 +402,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         topics = topics.head(num_queries)
     all_qrels = dataset.get_qrels()
     qrels = evaluation_qrels(dataset, binary=binary)
+    check_some_query_judged(topics, total_queries, qrels, dataset)
     relevant = set(qrels.loc[qrels.label > 0, 'qid'].astype(str))
     if not topics.qid.astype(str).isin(relevant).any():
         warnings.warn(f'compare: none of the {_count(len(topics), "query", "queries")} evaluated has a relevant '

@@ -139,6 +139,12 @@ def _call(model: pt.Transformer, requests: list, role: str) -> List[np.ndarray]:
     return np.split(np.where(np.isfinite(scores), scores, -np.inf), np.cumsum(lengths)[:-1])
 
 
+#: column names a text-reading model looks up in its input rows (a plain ``KeyError`` of another name is the model's
+#: own look-up, not a missing column)
+_FIELD_NAMES = frozenset({'text', 'title', 'body', 'abstract', 'contents', 'content', 'passage', 'document',
+                          'doc_text', 'doc_vec', 'doc_toks', 'query_vec', 'query_toks', 'summary'})
+
+
 def _unsent_columns(ex: KeyError, frame: pd.DataFrame) -> List[str]:
     """The columns a model's ``KeyError`` says it lacks that the frame sent it does not hold (pyterrier's
     ``InputValidationError`` lists them; a plain ``KeyError('text')`` names one); ``[]`` for any other ``KeyError``
@@ -146,8 +152,8 @@ def _unsent_columns(ex: KeyError, frame: pd.DataFrame) -> List[str]:
     modes = getattr(ex, 'modes', None)
     if modes:
         names = [c for mode in modes for c in getattr(mode, 'missing_columns', None) or []]
-    else:
-        names = [ex.args[0]] if len(ex.args) == 1 and isinstance(ex.args[0], str) else []
+    else:  # a plain KeyError may be any look-up of the model's own (a term, a docno): only a document field's name
+        names = [ex.args[0]] if len(ex.args) == 1 and ex.args[0] in _FIELD_NAMES else []
     values = {str(v) for col in ('qid', 'query', 'docno') if col in frame.columns for v in frame[col]}
     return [c for c in dict.fromkeys(names) if isinstance(c, str) and c not in frame.columns and c not in values]
 
@@ -396,8 +402,8 @@ def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: 
     if budget is None or size is None or size <= 0 or budget < size:
         return False
     warnings.warn(f'{context}: budget={budget} is at least the {size} documents of the collection, so every adaptive '
-                  'search re-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
-                  'size to compare the searches', stacklevel=3)
+                  'search re-ranks the whole corpus and all find the same documents, differing only in their order; '
+                  'use a budget below the collection size to compare the searches', stacklevel=3)
     return True
 
 

@@ -106,6 +106,8 @@ class SummaryNavigator(VectorComponent):
         encoder: the encoder used for queries and summaries; defaults to the packaged MiniLM.
     """
 
+    takes_vectors = False
+
     def __init__(self, groups, encoder=None):
         super().__init__(None, encoder)
         self.groups = groups

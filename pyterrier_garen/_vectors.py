@@ -45,8 +45,22 @@ class VectorComponent(Rebuildable, pt.Transformer):
 
     #: rows scored -inf because their cosine was not finite (over every call; warned once)
     nonfinite_scores: int = 0
+    #: whether the constructor takes the corpus vectors before the encoder (SummaryNavigator does not)
+    takes_vectors: bool = True
 
     def __init__(self, vectors, encoder=None):
+        if callable(getattr(encoder, 'payload', None)) or isinstance(encoder, (str, os.PathLike)):
+            # the corpus vectors (or their folder) where the encoder goes, e.g. SummaryNavigator(groups,
+            # prepared.vectors) as CentroidNavigator(groups, prepared.vectors) is written: an AttributeError
+            # (no encode_docs) at the first navigator call, after the first stage and the reranker had run
+            what = f'the path {str(encoder)!r}' if isinstance(encoder, (str, os.PathLike)) else type(encoder).__name__
+            kind = type(self).__name__
+            fix = (f'{kind} takes no vectors (it encodes the summaries): {kind}(groups), or {kind}(groups, '
+                   'encoder=prepared.encoder)' if not self.takes_vectors else
+                   'pass the encoder that encoded the vectors (encoder=prepared.encoder), or None for the packaged '
+                   'MiniLM')
+            raise TypeError(f'{kind}: the encoder must be a pyterrier_dr bi-encoder (with encode_queries), got '
+                            f'{what}; {fix}')
         self.vectors = vectors
         self.encoder = encoder
         self._model = None  # the encoder in use, loaded on first use (not `_encoder`: pt.inspect would read that)

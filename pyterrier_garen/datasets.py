@@ -130,7 +130,8 @@ class LocalDataset(pt.datasets.Dataset):
 
     @property
     def name(self) -> str:
-        return self.path.name
+        """The collection folder's name (of the folder itself for ``'.'`` or ``'..'``)."""
+        return self.path.name if self.path.name not in ('', '.', '..') else self.path.resolve().name
 
     # -- documents ----------------------------------------------------------------------------------------------
     def _read_docs(self) -> Iterator[Tuple[int, Dict[str, str]]]:

@@ -104,3 +104,15 @@ def test_remove_excluded_reads_labels_held_as_text_and_names_missing_columns():
         garen.remove_excluded(run, qrels.rename(columns={'label': 'relevance'}))
     assert str(info.value) == ("remove_excluded: the qrels lack the column(s) ['label']; they need qid, docno and "
                                "label (got ['qid', 'docno', 'relevance']), as dataset.get_qrels() gives them")
+
+
+def test_a_collection_given_as_dot_is_named_by_its_folder(tmp_path, monkeypatch):
+    folder = tmp_path / 'my-collection'
+    folder.mkdir()
+    (folder / 'docs.jsonl').write_text('{"docno": "d1", "text": "one"}\n{"docno": "d2", "text": "two"}\n')
+    (folder / 'queries.tsv').write_text('q1\tone\n')
+    monkeypatch.chdir(folder)
+    assert garen.LocalDataset('.').name == 'my-collection'  # was '' (the header said LocalDataset('.'))
+    monkeypatch.chdir(folder / '..')
+    assert garen.LocalDataset('my-collection').name == 'my-collection'
+    assert garen.LocalDataset(f'my-collection/{"."}').name == 'my-collection'

@@ -157,8 +157,8 @@ def test_a_budget_that_covers_the_collection_warns(budget, warns):
         GAR(DictScorer(SCORES), graph, num_results=budget)(first_stage(['a', 'b', 'c']))
     said = [str(w.message) for w in caught if 'documents of the collection' in str(w.message)]
     assert said == ([f'GAR: budget={budget} is at least the 6 documents of the collection, so every adaptive search '
-                     're-ranks the whole corpus and R@100 is 1 for all of them; use a budget below the collection '
-                     'size to compare the searches'] if warns else [])
+                     're-ranks the whole corpus and all find the same documents, differing only in their order; use a '
+                     'budget below the collection size to compare the searches'] if warns else [])
 
 
 class _ListwiseStage(pt.Transformer):

@@ -426,6 +426,39 @@ def test_queries_without_a_relevant_document_are_warned_about(collection, tmp_pa
                       reranker=SPEC, systems=['BM25'])
 
 
+def test_queries_none_of_which_is_judged_fail_before_anything_is_built(collection, tmp_path):
+    # qrels naming the queries otherwise ('01' for '1'): pt.Experiment refused the run only after every offline
+    # step and every system, with advice (filter_by_topics) that compare has no option for
+    root, _, _ = collection
+    folder = tmp_path / 'collection'
+    shutil.copytree(root / 'collection', folder)
+    good = (folder / 'qrels.txt').read_text()
+    (folder / 'qrels.txt').write_text(''.join(f'0{line}\n' for line in good.splitlines()))
+    with pytest.raises(ValueError, match=r"^compare: none of the 16 queries evaluated \(qid '1', \.\.\.\) has a "
+                                         r"judgement in the qrels \(e\.g\. '01', \.\.\.\), so nothing can be measured; "
+                                         r"check that the qrels name the queries by the qids of the queries file, "
+                                         r"exactly as written \('007' is not '7'\)$"):
+        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
+                      reranker=SPEC, systems=['BM25'])
+    assert not (tmp_path / 'work').exists()
+    # the first queries unjudged (queries.tsv holds more queries than the qrels judge): the fix is more of them
+    (folder / 'qrels.txt').write_text(good)
+    queries = (folder / 'queries.tsv').read_text()
+    (folder / 'queries.tsv').write_text('u1\tocean\nu2\tlava\n' + queries)
+    with pytest.raises(ValueError, match=r"^compare: none of the 2 queries evaluated \(qid 'u1', \.\.\.\) has a "
+                                         r"judgement in the qrels \(e\.g\. '1', \.\.\.\), so nothing can be measured; "
+                                         r"they are the first 2 of the 18 queries, and 16 later ones are judged: "
+                                         r"evaluate more queries \(--queries, num_queries\) or put judged queries "
+                                         r"first$"):
+        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
+                      reranker=SPEC, systems=['BM25'], num_queries=2)
+    assert not (tmp_path / 'work').exists()
+    # one judged query among them is enough: the unjudged ones are left out of the measures, as before
+    table = garen.compare(garen.LocalDataset(folder), workdir=root / 'work', budget=30, navigator='vote',
+                          reranker=SPEC, systems=['BM25'], num_queries=3)
+    assert table.attrs['run']['judged_queries'] == 1
+
+
 class _Nameless:
     """A dataset object without a ``name`` (PyTerrier's own need not have one)."""
 

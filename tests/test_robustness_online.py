@@ -299,6 +299,9 @@ def test_a_reranker_missing_another_field_names_that_field_and_its_own_key_error
     lookup = pt.apply.doc_score(lambda row: {'d0': 1.}[row['docno']])  # its own KeyError of a docno: left alone
     with pytest.raises(KeyError, match="'d1'"):
         _garen(reranker=lookup)(first_stage(DOCS))
+    vocabulary = pt.apply.doc_score(lambda row: {'x': 1.}[row['query'].split()[0]])  # of a query term: left alone
+    with pytest.raises(KeyError, match="^'apple'$"):
+        _garen(reranker=vocabulary)(first_stage(DOCS, query='apple pie'))
 
 
 def test_a_navigator_reading_a_column_it_is_not_sent_is_named():
@@ -325,6 +328,28 @@ def test_vectors_that_are_no_flexindex_are_named(vectors, what):
     assert str(refused.value) == (f'VectorScorer needs the corpus vectors as a pyterrier_dr.FlexIndex, got {what}; '
                                   'pass prepared.vectors (garen.prepare), the result of garen.encode_corpus, or '
                                   'pyterrier_dr.FlexIndex(path) for a built index folder')
+
+
+@pytest.mark.parametrize(('component', 'encoder', 'what', 'fix'), [
+    ('SummaryNavigator', 'vectors', 'TableVectors',
+     'SummaryNavigator takes no vectors (it encodes the summaries): SummaryNavigator(groups), or '
+     'SummaryNavigator(groups, encoder=prepared.encoder)'),
+    ('CentroidNavigator', '/data/minilm.flex', "the path '/data/minilm.flex'",
+     'pass the encoder that encoded the vectors (encoder=prepared.encoder), or None for the packaged MiniLM'),
+    ('VectorScorer', 'vectors', 'TableVectors',
+     'pass the encoder that encoded the vectors (encoder=prepared.encoder), or None for the packaged MiniLM')])
+def test_vectors_given_where_the_encoder_goes_are_refused_when_built(tmp_path, component, encoder, what, fix):
+    # SummaryNavigator(groups, prepared.vectors), written as CentroidNavigator(groups, prepared.vectors) is: an
+    # AttributeError ('FlexIndex' object has no attribute 'encode_docs') at the first navigator call, mid-search
+    import pyterrier_garen as garen
+    vectors = random_vectors(tmp_path / 'v', DOCS)
+    encoder = vectors if encoder == 'vectors' else encoder
+    args = {'SummaryNavigator': (GRAPH, encoder), 'CentroidNavigator': (GRAPH, vectors, encoder),
+            'VectorScorer': (vectors, encoder)}[component]
+    with pytest.raises(TypeError) as refused:
+        getattr(garen, component)(*args)
+    assert str(refused.value) == (f'{component}: the encoder must be a pyterrier_dr bi-encoder (with encode_queries), '
+                                  f'got {what}; {fix}')
 
 
 def test_a_summary_navigator_over_groups_without_summaries_is_refused(tmp_path):
