@@ -438,7 +438,8 @@ def test_summarize_refuses_a_corpus_that_lacks_most_documents_before_any_call(fi
 
 def test_summarize_at_exactly_half_missing_warns_and_names_three_missing_docnos_above(five):
     # groups 0 and 1 want a b c d; a corpus of a and c lacks two: half, not more than half, so a warning
-    with pytest.warns(UserWarning, match='^2 documents of the groups to summarise are not in the corpus given'):
+    with pytest.warns(UserWarning, match='^2 documents of the groups to summarise are not in the corpus given; they '
+                                         'are summarised as empty documents$'):
         texts = five._member_texts([{'docno': 'a', 'text': 'ay'}, {'docno': 'c', 'text': 'see'}], [0, 1])
     assert texts == {0: [{'docno': 'a', 'text': 'ay'}, {'docno': 'b', 'text': ''}],
                      1: [{'docno': 'c', 'text': 'see'}, {'docno': 'd', 'text': ''}]}

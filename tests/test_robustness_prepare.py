@@ -214,3 +214,20 @@ def test_the_graph_links_each_document_to_its_bm25_top_k_with_the_given_k1_and_b
         moved += {str(d) for d in default.neighbours(docno)} != top
     assert checked >= 35
     assert moved >= 5
+
+
+def test_a_corpus_yielding_a_docno_twice_is_named_before_the_graph_is_built(gaps, tmp_path):
+    from pyterrier_garen._graphs import bm25_corpus_graph, bm25_index
+    index = bm25_index(gaps, tmp_path / 'pisa')
+
+    class Twice:
+        def get_corpus_iter(self, verbose=False):
+            yield from ({'docno': d, 'text': f'words {d}'} for d in ('d1', 'd2', 'd1'))
+
+        def __repr__(self):
+            return 'Twice()'
+    with pytest.raises(ValueError) as info:
+        bm25_corpus_graph(Twice(), tmp_path / 'graph', index=index, k=1)
+    assert str(info.value) == ("Twice() yields docno 'd1' twice (again as document 3); docnos must be unique: remove "
+                               'or rename the duplicate documents')
+    assert not (tmp_path / 'graph').exists()
