@@ -183,11 +183,23 @@ def test_with_text_fetches_the_field_before_the_reranker(collection, field, expe
 
 
 # -- compare --reranker ----------------------------------------------------------------------------------------------
+class _Named:
+    """A placeholder compared by its name (an encoder given as text is refused as a path)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, other):
+        return other == self.name
+
+    __hash__ = None
+
+
 class Prepared:
     offset = 0.5
     dataset = 'the dataset'
     vectors = 'the vectors'
-    encoder = 'the encoder'
+    encoder = _Named('the encoder')
 
 
 def test_the_registered_rerankers():
