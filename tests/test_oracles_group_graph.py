@@ -423,17 +423,22 @@ class Recorder:
         return [dict(self.records[g['group']]) for g in groups]
 
 
+def _refused_before_any_call(groups, corpus) -> str:
+    """The message of ``summarize``'s refusal of ``corpus``, checked to come before any summariser call."""
+    recorder = Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(groups.num_groups)})
+    with pytest.raises(ValueError) as refused:
+        groups.summarize(recorder, corpus, batch_size=2)
+    assert recorder.batches == []
+    assert not groups.has_summaries
+    return str(refused.value)
+
+
 def test_summarize_refuses_a_corpus_that_lacks_most_documents_before_any_call(five):
     # another collection (scifact's docnos for cranfield's groups): 3 of the 5 documents are missing, more than half
-    recorder = Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(3)})
     corpus = [{'docno': 'a', 'text': 'ay'}, {'docno': 'e', 'text': 'ee'}, {'docno': 'zz', 'text': 'other'}]
-    with pytest.raises(ValueError) as refused:
-        five.summarize(recorder, corpus, batch_size=2)
-    assert str(refused.value) == ("3 of the 5 documents of the groups to summarise are not in the corpus given (e.g. "
-                                  "['b', 'c', 'd']): is it the collection these groups were built from? Pass that "
-                                  "collection; nothing was summarised")
-    assert recorder.batches == []
-    assert not five.has_summaries
+    assert _refused_before_any_call(five, corpus) == (
+        "3 of the 5 documents of the groups to summarise are not in the corpus given (e.g. ['b', 'c', 'd']): is it "
+        'the collection these groups were built from? Pass that collection; nothing was summarised')
 
 
 def test_summarize_at_exactly_half_missing_warns_and_names_three_missing_docnos_above(five):
@@ -453,19 +458,14 @@ def test_summarize_at_exactly_half_missing_warns_and_names_three_missing_docnos_
 def test_summarize_refuses_a_larger_collection_sharing_the_docnos(five, outside, refused):
     # every group document is there, but the corpus holds more documents outside the graph than inside it (vaswani's
     # 1..11429 given for cranfield's 1..1400): refused up to one more outside than inside, not at a tie
-    recorder = Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(3)})
     corpus = [{'docno': d, 'text': d * 2} for d in 'abcde'] + [{'docno': f'o{i}', 'text': 'o'} for i in range(outside)]
     if not refused:
-        five.summarize(recorder, corpus, batch_size=5)
+        five.summarize(Recorder({g: {'concept': 'x', 'summary': 'y'} for g in range(3)}), corpus, batch_size=5)
         assert five.has_summaries
         return
-    with pytest.raises(ValueError) as info:
-        five.summarize(recorder, corpus, batch_size=2)
-    assert str(info.value) == ('the corpus given holds 6 documents that are not in these groups, and only 5 that are '
-                               '(the groups hold 5): is it the collection these groups were built from? Pass that '
-                               'collection; nothing was summarised')
-    assert recorder.batches == []
-    assert not five.has_summaries
+    assert _refused_before_any_call(five, corpus) == (
+        'the corpus given holds 6 documents that are not in these groups, and only 5 that are (the groups hold 5): '
+        'is it the collection these groups were built from? Pass that collection; nothing was summarised')
 
 
 def test_summarize_gives_each_group_its_members_documents_in_batches(five):
