@@ -104,7 +104,7 @@ class LocalDataset(pt.datasets.Dataset):
     file and line: bytes that are not UTF-8, malformed JSON, a missing, empty, duplicate or non-string docno, a
     ``text``/``title`` that is not a string, a query line without exactly one tab, an empty or duplicate qid, a
     file with no documents or no queries. Qrels that name unknown documents or queries are harmless for evaluation
-    and produce one warning with counts.
+    and produce one warning with counts and the first of each (its value and line).
 
     Args:
         path: the folder of the collection.
@@ -291,7 +291,7 @@ class LocalDataset(pt.datasets.Dataset):
         path = self.path / 'qrels.txt'
         if not path.is_file():
             raise FileNotFoundError(f'qrels.txt is missing from {str(self.path)!r}; it is needed for evaluation')
-        rows = []
+        rows, lines = [], []  # the judgements and the line each was read from
         seen: Dict[Tuple[str, str], int] = {}
         for lineno, line in _read_lines(path):
             parts = line.split()
@@ -311,16 +311,22 @@ class LocalDataset(pt.datasets.Dataset):
                                  f'{seen[key]}); keep one judgement per pair')
             seen[key] = lineno
             rows.append((parts[0], parts[2], label))
+            lines.append(lineno)
         if not rows:
             raise ValueError(f'{path} holds no judgements, so nothing can be evaluated; add lines "qid 0 docno '
                              'relevance", or remove the file')
         qrels = pd.DataFrame(rows, columns=['qid', 'docno', 'label'])
-        unknown_docs = int((~qrels.docno.isin(self._docs.keys())).sum())
-        unknown_qids = int((~qrels.qid.isin(set(self._topics.qid))).sum())
+        docs_unknown = ~qrels.docno.isin(self._docs.keys()).to_numpy()
+        qids_unknown = ~qrels.qid.isin(set(self._topics.qid)).to_numpy()
+        unknown_docs, unknown_qids = int(docs_unknown.sum()), int(qids_unknown.sum())
         if (unknown_docs or unknown_qids) and not self.__dict__.get('_unknown_qrels_told'):
             self._unknown_qrels_told = True  # once per collection object: a comparison reads its qrels several times
+            examples = [f'{column} {qrels[column].iat[at]!r} on line {lines[at]}' for column, unknown in
+                        (('docno', docs_unknown), ('qid', qids_unknown)) if unknown.any()
+                        for at in [unknown.argmax()]]  # the first of each, to find it by
             warnings.warn(f'{path}: {unknown_docs} qrels name docnos and {unknown_qids} name qids that are not in the '
-                          'collection; they cannot be retrieved and only lower recall', stacklevel=2)
+                          f'collection (e.g. {", ".join(examples)}); they cannot be retrieved and only lower recall',
+                          stacklevel=2)
         if binary:
             qrels['label'] = (qrels.label > 0).astype(int)
         return qrels
