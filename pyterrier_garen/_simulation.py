@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._params import Rebuildable, check_choice, check_int, check_number
+from ._params import Rebuildable, check_choice, check_int, check_number, parse_group_ids
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise']
 
@@ -159,8 +159,11 @@ class SimulatedNavigator(Rebuildable, pt.Transformer):
         labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
         agg = max if self.aggregate == 'max' else (lambda xs: sum(xs) / len(xs))
         scores = []
-        for q, g in zip(inp['qid'].astype(str), inp['docno'].astype(str)):
-            members = [str(m) for m in self.groups.group_members(int(g))]
+        num_groups = getattr(self.groups, 'num_groups', None)  # with it, a document row (no group id) is named
+        gids = parse_group_ids(inp['docno'].tolist(), num_groups, self) if num_groups is not None else \
+            [int(g) for g in inp['docno']]
+        for q, g, gid in zip(inp['qid'].astype(str), inp['docno'].astype(str), gids):
+            members = [str(m) for m in self.groups.group_members(int(gid))]
             value = agg([labels.get((q, m), 0.0) for m in members]) if members else 0.0
             scores.append(value + stable_noise(q, f'group:{g}', sigma, seed))
         return _scored(inp, scores)

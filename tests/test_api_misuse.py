@@ -116,3 +116,16 @@ def test_a_collection_given_as_dot_is_named_by_its_folder(tmp_path, monkeypatch)
     monkeypatch.chdir(folder / '..')
     assert garen.LocalDataset('my-collection').name == 'my-collection'
     assert garen.LocalDataset(f'my-collection/{"."}').name == 'my-collection'
+
+
+def test_a_simulated_navigator_given_document_rows_names_them(four):
+    # put in the reranker's place, it gets docnos: this was int()'s "invalid literal for int() with base 10: 'a'"
+    from pyterrier_garen.analysis import SimulatedNavigator
+    qrels = pd.DataFrame({'qid': ['q1'], 'docno': ['a'], 'label': [1]})
+    navigator = SimulatedNavigator(qrels, four)
+    with pytest.raises(ValueError) as info:
+        navigator(pd.DataFrame({'qid': ['q1'], 'query': ['x'], 'docno': ['a']}))
+    assert str(info.value) == (f"{navigator!r}: docno 'a' is not a group id of this artifact (ids run from 0 to 1); a "
+                               'navigator scores group ids, as GAREN sends them')
+    scored = navigator(pd.DataFrame({'qid': ['q1', 'q1'], 'query': ['x', 'x'], 'docno': ['0', '1']}))
+    assert scored.score.tolist()[:2] == [1.0, 0.0]  # noise 0: group 0 holds the relevant a, group 1 nothing
