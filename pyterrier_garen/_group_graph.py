@@ -625,10 +625,12 @@ class GroupCorpusGraph(CorpusGraph):
                 inside += 1
                 if wanted[did]:
                     docs[str(doc['docno'])] = {k: doc[k] for k in ('docno', 'title', 'text') if k in doc}
-        if outside > inside:  # a larger collection that shares these docnos (two collections numbered 1..N)
-            raise ValueError(f'the corpus given holds {outside} documents that are not in these groups, and only '
-                             f'{inside} that are (the groups hold {self.doc_count}): is it the collection these '
-                             'groups were built from? Pass that collection; nothing was summarised')
+        if outside > inside:  # a larger collection sharing these docnos (two collections numbered 1..N), or groups
+            # built over part of this one (a quick trial): told, not refused, since both look alike from here
+            warnings.warn(f'the corpus given holds {outside} documents that are not in these groups, and only {inside} '
+                          f'that are (the groups hold {self.doc_count}): if these groups were built from another '
+                          'collection that numbers its documents alike, their summaries describe the wrong texts; '
+                          'pass the collection they were built from', stacklevel=3)
         missing = int(wanted.sum()) - len(docs)
         if missing * 2 > int(wanted.sum()):  # most of them: another collection than the one the groups come from
             absent = []
