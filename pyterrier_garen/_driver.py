@@ -147,15 +147,14 @@ _FIELD_NAMES = frozenset({'text', 'title', 'body', 'abstract', 'contents', 'cont
 
 def _unsent_columns(ex: KeyError, frame: pd.DataFrame) -> List[str]:
     """The columns a model's ``KeyError`` says it lacks that the frame sent it does not hold (pyterrier's
-    ``InputValidationError`` lists them; a plain ``KeyError('text')`` names one); ``[]`` for any other ``KeyError``
-    (a model's own look-up of a docno, say)."""
+    ``InputValidationError`` lists them; a plain ``KeyError`` of a document field's name, ``'text'``, names one);
+    ``[]`` for any other ``KeyError`` (a model's own look-up of a docno or a term)."""
     modes = getattr(ex, 'modes', None)
     if modes:
         names = [c for mode in modes for c in getattr(mode, 'missing_columns', None) or []]
     else:  # a plain KeyError may be any look-up of the model's own (a term, a docno): only a document field's name
         names = [ex.args[0]] if len(ex.args) == 1 and ex.args[0] in _FIELD_NAMES else []
-    values = {str(v) for col in ('qid', 'query', 'docno') if col in frame.columns for v in frame[col]}
-    return [c for c in dict.fromkeys(names) if isinstance(c, str) and c not in frame.columns and c not in values]
+    return [c for c in dict.fromkeys(names) if isinstance(c, str) and c not in frame.columns]
 
 
 def _distinct(requests: list) -> bool:

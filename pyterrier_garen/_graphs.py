@@ -584,9 +584,8 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
 
 def _record(meta_file: Path, **fields) -> None:
     """Add ``fields`` to the ``pt_meta.json`` a library wrote (inside a build's temporary folder)."""
-    meta = json.loads(meta_file.read_text(encoding='utf8'))
-    meta.update(fields)
-    meta_file.write_text(json.dumps(meta), encoding='utf8')
+    from ._atomic import write_json
+    write_json(meta_file, {**json.loads(meta_file.read_text(encoding='utf8')), **fields})
 
 
 def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 16, k1: float = 0.9,

@@ -18,6 +18,7 @@ from ._docno_index import DocnoIndex
 from ._group_builder import (ARTIFACT_FORMAT, ARTIFACT_TYPE, FORMAT_VERSION, PACKAGE_HINT, build_group_graph,
                              graph_arrays)
 from ._io import write_json
+from ._params import _GROUP_ID
 from ._summaries import (MAX_FAILED_SHARE, SUMMARIES, FailureBudget, Summarizer, SummaryStore, failed_request,
                          remove_leftovers, stamp, summarize_batch)
 
@@ -428,7 +429,7 @@ class GroupCorpusGraph(CorpusGraph):
         """``group_id`` as an int in ``0 .. num_groups - 1``; ``TypeError`` for what is no group id (a docno, a float,
         a bool), ``IndexError`` for one out of range. A string of digits is read as the number it holds: a
         navigator's rows carry the group id as text in their ``docno`` column."""
-        if isinstance(group_id, str) and group_id.isascii() and group_id.isdigit():
+        if isinstance(group_id, str) and _GROUP_ID.fullmatch(group_id):  # ASCII digits, as navigator frames' ids
             group_id = int(group_id)
         if isinstance(group_id, (bool, np.bool_)) or not isinstance(group_id, (int, np.integer)):
             hint = (' (a docno? its group is group_of(docno))' if isinstance(group_id, str) else '')

@@ -11,7 +11,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ['check_positive', 'check_probability', 'check_nonnegative', 'check_int', 'check_number', 'check_bool',
-           'check_choice', 'check_optional_positive', 'check_groups', 'check_graph',
+           'check_choice', 'check_optional_positive', 'check_groups', 'check_graph', 'described',
            'check_model', 'parse_group_ids', 'init_arguments',
            'rebuild_repr', 'Rebuildable']
 
@@ -130,10 +130,15 @@ def check_groups(groups: Any, owner: str, *, needs: Sequence[str] = GROUP_API) -
     missing = [name for name in needs if not hasattr(groups, name)]
     if missing:
         if isinstance(groups, (str, os.PathLike)):
-            raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got the path {str(groups)!r}; open '
-                            'it first: GroupCorpusGraph(path)')
+            raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got {described(groups)}; open it '
+                            'first: GroupCorpusGraph(path)')
         raise TypeError(f'{owner} needs a group graph (a GroupCorpusGraph), got {type(groups).__name__} without '
                         f'{", ".join(missing)}; build one with GroupCorpusGraph.from_corpus_graph(graph, path)')
+
+
+def described(value: Any) -> str:
+    """A wrong argument as a message names it: ``the path '...'`` for a path, else its type's name."""
+    return f'the path {str(value)!r}' if isinstance(value, (str, os.PathLike)) else type(value).__name__
 
 
 def check_graph(graph: Any, owner: str) -> None:
@@ -141,10 +146,10 @@ def check_graph(graph: Any, owner: str) -> None:
     if hasattr(graph, 'neighbours'):
         return
     if isinstance(graph, (str, os.PathLike)):
-        raise TypeError(f'{owner} needs a corpus graph, got the path {str(graph)!r}; open it first: '
+        raise TypeError(f'{owner} needs a corpus graph, got {described(graph)}; open it first: '
                         'GroupCorpusGraph(path), or pt.Artifact.load(path) for a pyterrier-adaptive graph')
     raise TypeError(f'{owner} needs a corpus graph with neighbours(docno) (a GroupCorpusGraph or a pyterrier-adaptive '
-                    f'CorpusGraph), got {type(graph).__name__}')
+                    f'CorpusGraph), got {described(graph)}')
 
 
 #: what each role of model in a search is, for the message of :func:`check_model`

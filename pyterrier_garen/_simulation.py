@@ -159,9 +159,7 @@ class SimulatedNavigator(Rebuildable, pt.Transformer):
         labels, sigma, seed = self._labels, float(self.noise), int(self.seed)
         agg = max if self.aggregate == 'max' else (lambda xs: sum(xs) / len(xs))
         scores = []
-        num_groups = getattr(self.groups, 'num_groups', None)  # with it, a document row (no group id) is named
-        gids = parse_group_ids(inp['docno'].tolist(), num_groups, self) if num_groups is not None else \
-            [int(g) for g in inp['docno']]
+        gids = parse_group_ids(inp['docno'].tolist(), self.groups.num_groups, self)  # a document row is named
         for q, g, gid in zip(inp['qid'].astype(str), inp['docno'].astype(str), gids):
             members = [str(m) for m in self.groups.group_members(int(gid))]
             value = agg([labels.get((q, m), 0.0) for m in members]) if members else 0.0

@@ -11,7 +11,7 @@ import pandas as pd
 import pyterrier as pt
 
 from ._frames import check_present
-from ._params import Rebuildable
+from ._params import Rebuildable, described
 
 __all__ = ['QueryVectors', 'VectorComponent', 'unit']
 
@@ -53,14 +53,13 @@ class VectorComponent(Rebuildable, pt.Transformer):
             # the corpus vectors (or their folder) where the encoder goes, e.g. SummaryNavigator(groups,
             # prepared.vectors) as CentroidNavigator(groups, prepared.vectors) is written: an AttributeError
             # (no encode_docs) at the first navigator call, after the first stage and the reranker had run
-            what = f'the path {str(encoder)!r}' if isinstance(encoder, (str, os.PathLike)) else type(encoder).__name__
             kind = type(self).__name__
             fix = (f'{kind} takes no vectors (it encodes the summaries): {kind}(groups), or {kind}(groups, '
                    'encoder=prepared.encoder)' if not self.takes_vectors else
                    'pass the encoder that encoded the vectors (encoder=prepared.encoder), or None for the packaged '
                    'MiniLM')
             raise TypeError(f'{kind}: the encoder must be a pyterrier_dr bi-encoder (with encode_queries), got '
-                            f'{what}; {fix}')
+                            f'{described(encoder)}; {fix}')
         self.vectors = vectors
         self.encoder = encoder
         self._model = None  # the encoder in use, loaded on first use (not `_encoder`: pt.inspect would read that)
@@ -97,9 +96,8 @@ class VectorComponent(Rebuildable, pt.Transformer):
         """The FlexIndex's ``(docno lookup, vectors, metadata)``; ``TypeError`` naming the fix when ``vectors`` is no
         FlexIndex (a path, the groups, ``prepare``'s result)."""
         if not callable(getattr(self.vectors, 'payload', None)):
-            what = f'the path {str(self.vectors)!r}' if isinstance(self.vectors, (str, os.PathLike)) else \
-                type(self.vectors).__name__
-            raise TypeError(f'{type(self).__name__} needs the corpus vectors as a pyterrier_dr.FlexIndex, got {what}; '
+            raise TypeError(f'{type(self).__name__} needs the corpus vectors as a pyterrier_dr.FlexIndex, got '
+                            f'{described(self.vectors)}; '
                             'pass prepared.vectors (garen.prepare), the result of garen.encode_corpus, or '
                             'pyterrier_dr.FlexIndex(path) for a built index folder')
         return self.vectors.payload()

@@ -115,7 +115,7 @@ def test_a_collection_given_as_dot_is_named_by_its_folder(tmp_path, monkeypatch)
     assert garen.LocalDataset('.').name == 'my-collection'  # was '' (the header said LocalDataset('.'))
     monkeypatch.chdir(folder / '..')
     assert garen.LocalDataset('my-collection').name == 'my-collection'
-    assert garen.LocalDataset(f'my-collection/{"."}').name == 'my-collection'
+    assert garen.LocalDataset('my-collection/.').name == 'my-collection'
 
 
 def test_a_simulated_navigator_given_document_rows_names_them(four):

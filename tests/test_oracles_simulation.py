@@ -122,6 +122,10 @@ class Groups:
     def __init__(self, members):
         self.members = members
 
+    @property
+    def num_groups(self):
+        return max(self.members, default=-1) + 1
+
     def group_members(self, gid):
         return self.members.get(gid, [])
 
