@@ -322,8 +322,9 @@ def check_some_query_judged(topics: pd.DataFrame, total_queries: int, qrels: pd.
     asked = _count(len(topics), 'query', 'queries')
     first = f'qid {qids.iloc[0]!r}'
     if not judged:
-        raise ValueError(f'compare: the qrels of {dataset} hold no judgement to evaluate the {asked} with; add '
-                         'judgements "qid 0 docno label" for them')
+        raise ValueError(f'compare: the qrels of {dataset} hold no judgement to evaluate the {asked} with (a label '
+                         'of -100 excludes a document, it does not judge it); add judgements "qid 0 docno label" for '
+                         'them')
     example = f'e.g. {sorted(judged)[0]!r}'
     later = int(dataset.get_topics().qid.astype(str).isin(judged).sum()) if len(topics) < total_queries else 0
     if later:

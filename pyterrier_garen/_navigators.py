@@ -17,7 +17,7 @@ import pyterrier as pt
 
 from ._engines import Conversation, Engine, UsageStats, truncate_each, yes_no_each
 from ._params import Rebuildable, check_groups, check_optional_positive, parse_group_ids
-from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries
+from ._prompts import THINK_PREFILL, PromptTemplate, clean_text, fit_query, warn_cut_queries, warn_empty_texts
 from ._vectors import VectorComponent, unit
 
 __all__ = ['VoteNavigator', 'CentroidNavigator', 'SummaryNavigator', 'YesNoScorer']
@@ -187,6 +187,8 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
         UsageStats.reset_stats(self)
         self.failed = 0
         self.cut_queries = 0
+        self.empty_texts = 0
+        self._said_empty = False
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'failed': self.failed}
@@ -235,6 +237,7 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             instruction, budget, shown = budgets[qid, query]
             rows.append((instruction, budget, shown, clean_text(text)))
         warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
+        warn_empty_texts(self, [row[3] for row in rows], self.text_field)
         docs = truncate_each(self.engine, [row[3] for row in rows], [row[1] for row in rows])
         conversations = [self.conversation(instruction, query, doc)
                          for (instruction, _, query, _), doc in zip(rows, docs, strict=True)]

@@ -139,3 +139,24 @@ def warn_cut_queries(component: Any, count: int, budget: int, context: int) -> N
         component.cut_queries += count
         warnings.warn(f'{component!r}: {count} queries longer than {budget} tokens (1/{QUERY_SHARE} of the context of '
                       f'{context}) were cut to that length in the prompt (counted in .cut_queries)', stacklevel=3)
+
+
+def warn_empty_texts(component: Any, texts: List[str], field: str) -> None:
+    """Count the rows whose (cleaned) text is empty in ``component.empty_texts``; say so the first time a whole call
+    is empty.
+
+    An empty text is judged on the query alone. A few empty documents are a collection's own (Cranfield has two), so
+    they are only counted; a call where every text is empty is a missing text: groups sent to a navigator that were
+    never summarised (each sends ``''``, and all tie), or documents sent without their text.
+    """
+    count = sum(1 for text in texts if not text.strip())
+    component.empty_texts += count
+    if not count or count < len(texts) or component._said_empty:
+        return
+    component._said_empty = True
+    import warnings
+    warnings.warn(f'{component!r}: all {count} rows have an empty {field!r}, so the model judges them on the query '
+                  'alone and cannot tell them apart (counted in .empty_texts; said once). As a navigator: summarise '
+                  'the groups first (groups.summarize(garen.ExtractiveSummarizer(), dataset); garen.prepare does '
+                  "it); as a reranker: put the documents' text in that column (pt.text.get_text(dataset, 'text') in "
+                  'front)', stacklevel=3)

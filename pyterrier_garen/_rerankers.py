@@ -18,7 +18,8 @@ from ._driver import window_starts
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._frames import numeric_order
 from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
-from ._prompts import PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries
+from ._prompts import (PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries,
+                       warn_empty_texts)
 from ._vectors import VectorComponent
 
 __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
@@ -230,6 +231,8 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         self.malformed = 0
         self.failed = 0
         self.cut_queries = 0
+        self.empty_texts = 0
+        self._said_empty = False
 
     def stats(self) -> Dict[str, int]:
         return {**UsageStats.stats(self), 'malformed': self.malformed, 'failed': self.failed}
@@ -271,6 +274,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
             lists.append((qid, query, group.index.to_numpy()))
         warn_cut_queries(self, cut_queries, query_budget, self.engine.context_length)
         texts = frame[self.text_field].to_numpy()
+        warn_empty_texts(self, [clean_text(text) for text in texts], self.text_field)
         orders = [list(rows) for _, _, rows in lists]
         starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]
         budgets: Dict[Tuple[int, int], int] = {}

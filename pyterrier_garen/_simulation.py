@@ -6,6 +6,7 @@ always gets the same score across runs, processes and batch compositions. Never 
 from __future__ import annotations
 
 import hashlib
+import warnings
 from statistics import NormalDist
 from typing import Any, Dict, List, Tuple
 
@@ -50,7 +51,17 @@ def _label_lookup(qrels: pd.DataFrame, binary: bool, context: str) -> Dict[Tuple
     labels = np.clip(numbers, 0, None)  # negative codes (-1, -100 excluded) count as 0
     if binary:
         labels = (labels > 0).astype(float)
-    return dict(zip(zip(qrels['qid'].astype(str), qrels['docno'].astype(str)), labels.tolist()))
+    keys = list(zip(qrels['qid'].astype(str), qrels['docno'].astype(str)))
+    if not keys:
+        warnings.warn(f'{context}: the qrels hold no judgement, so every document scores 0 plus the noise: a random '
+                      'scorer (pass dataset.get_qrels() of a judged collection, or keep it on purpose as a random '
+                      'control)', stacklevel=3)
+    lookup: Dict[Tuple[str, str], float] = {}
+    for key, label in zip(keys, labels.tolist()):
+        if lookup.setdefault(key, label) != label:
+            raise ValueError(f'{context}: the qrels judge qid {key[0]!r}, docno {key[1]!r} twice with different labels '
+                             f'({lookup[key]:g} and {label:g}); keep one judgement per pair')
+    return lookup
 
 
 def _check_noise(noise: float, seed: int, context: str) -> None:
@@ -98,7 +109,9 @@ class SimulatedReranker(Rebuildable, pt.Transformer):
 
         Raises:
             ValueError: on qrels without ``qid, docno, label``, a label that is not a finite number (labels read as
-                text, ``'2'``, are numbers) or a negative/non-finite ``noise``.
+                text, ``'2'``, are numbers), one ``(qid, docno)`` judged twice with different labels (as the
+                scorer reads them) or a negative/non-finite ``noise``. Qrels without any row are warned about: the
+                scorer is then random.
         """
         _check_noise(noise, seed, 'SimulatedReranker')
         self.qrels = qrels

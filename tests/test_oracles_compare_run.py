@@ -441,6 +441,15 @@ def test_queries_none_of_which_is_judged_fail_before_anything_is_built(collectio
         garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
                       reranker=SPEC, systems=['BM25'])
     assert not (tmp_path / 'work').exists()
+    # qrels whose every line excludes a document (label -100, as BRIGHT marks them) judge nothing: add judgements
+    (folder / 'qrels.txt').write_text(''.join(line.rsplit(' ', 1)[0] + ' -100\n' for line in good.splitlines()))
+    with pytest.raises(ValueError, match=r"^compare: the qrels of LocalDataset\('[^']*/collection'\) hold no "
+                                         r"judgement to evaluate the 16 queries with \(a label of -100 excludes a "
+                                         r"document, it does not judge it\); add judgements \"qid 0 docno label\" "
+                                         r"for them$"):
+        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
+                      reranker=SPEC, systems=['BM25'])
+    assert not (tmp_path / 'work').exists()
     # the first queries unjudged (queries.tsv holds more queries than the qrels judge): the fix is more of them
     (folder / 'qrels.txt').write_text(good)
     queries = (folder / 'queries.tsv').read_text()

@@ -82,6 +82,29 @@ def test_labels_read_as_text_are_numbers_and_other_labels_are_named():
                 cls(qrels, *args)
 
 
+def test_one_pair_judged_twice_differently_is_refused_and_alike_twice_is_read_once():
+    # which label a dict kept would depend on the row order: refused, naming the pair and both labels as read
+    twice = pd.concat([QRELS, pd.DataFrame({'qid': ['2'], 'docno': ['b'], 'label': [1]})], ignore_index=True)
+    for cls, args in ((SimulatedReranker, ()), (SimulatedNavigator, (None,))):
+        with pytest.raises(ValueError, match=rf"^{cls.__name__}: the qrels judge qid '2', docno 'b' twice with "
+                                             r"different labels \(3 and 1\); keep one judgement per pair$"):
+            cls(twice, *args)
+    # the same judgement twice, and -1 next to 0 (both read as 0), or 1 next to 2 under binary=True, agree
+    alike = pd.concat([QRELS, QRELS.iloc[[0]], pd.DataFrame({'qid': ['1'], 'docno': ['b'], 'label': [-1]})],
+                      ignore_index=True)
+    assert SimulatedReranker(alike)(frame([('1', 'a'), ('1', 'b')])).score.tolist() == [2.0, 0.0]
+    graded_twice = pd.concat([QRELS, pd.DataFrame({'qid': ['2'], 'docno': ['b'], 'label': [1]})], ignore_index=True)
+    assert SimulatedReranker(graded_twice, binary=True)(frame([('2', 'b')])).score.tolist() == [1.0]
+
+
+def test_qrels_without_a_row_are_a_random_scorer_and_say_so():
+    empty = QRELS.iloc[:0]
+    with pytest.warns(UserWarning, match=r'^SimulatedReranker: the qrels hold no judgement, so every document scores '
+                                         r'0 plus the noise: a random scorer'):
+        reranker = SimulatedReranker(empty, noise=1.0)
+    assert reranker(frame([('1', 'd3')])).score.tolist() == [1.460075628601686]  # the pinned draw above, label 0
+
+
 # -- score and rank ------------------------------------------------------------------------------------------------
 def test_rank_is_per_query_by_descending_score_ties_in_input_order():
     # two queries interleaved; query 1 has a tie (b and unjudged both 0) and query 2 comes first in the frame

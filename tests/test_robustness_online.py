@@ -1,6 +1,7 @@
 """Online input: bad parameters, first-stage frames, scores of rerankers/navigators, group ids and vectors of another
 corpus give an error or a counted, named warning (issue 9, "Online")."""
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -149,6 +150,59 @@ def random_vectors(path, docnos):
 
 def _nav_frame(gids):
     return pd.DataFrame({'qid': ['q'] * len(gids), 'query': ['x'] * len(gids), 'docno': gids})
+
+
+def test_a_yes_no_navigator_over_groups_without_summaries_says_so_once(tmp_path):
+    # a generic scorer cannot tell it is navigating: each group was sent '' and every group tied, without a word
+    from _stub_engine import StubEngine
+
+    from pyterrier_garen import YesNoScorer
+    groups = _groups(tmp_path)  # from_arrays: no summaries
+    navigator = YesNoScorer(StubEngine())
+    search = GAREN(DictScorer({f'd{i:02d}': 20 - i for i in range(20)}), groups, navigator, budget=8, window=4,
+                   keep=2, group_budget=2, propagate=False)
+    with pytest.warns(UserWarning, match='empty') as caught:
+        search(first_stage(['d00', 'd01', 'd02', 'd03', 'd04', 'd05']))
+    said = [str(w.message) for w in caught if 'empty' in str(w.message)]
+    sent = navigator.empty_texts
+    assert sent >= 2
+    assert said == [
+        f"{navigator!r}: all 2 rows have an empty 'text', so the model judges them on the query alone and cannot "
+        'tell them apart (counted in .empty_texts; said once). As a navigator: summarise the groups first '
+        '(groups.summarize(garen.ExtractiveSummarizer(), dataset); garen.prepare does it); as a reranker: put the '
+        "documents' text in that column (pt.text.get_text(dataset, 'text') in front)"]
+    # the count goes on, the warning is not repeated; reset_stats starts both again
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        navigator(_nav_frame(['0', '1', '2']).assign(text=['', 'sea', None]))
+    assert navigator.empty_texts == sent + 2
+    navigator.reset_stats()
+    assert navigator.empty_texts == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        navigator(_nav_frame(['0', '1', '2']).assign(text=['   ', 'sea', 'lava']))  # some empty: counted only
+    assert navigator.empty_texts == 1
+    with pytest.warns(UserWarning, match=r"all 3 rows have an empty 'text'"):
+        navigator(_nav_frame(['0', '1', '2']).assign(text=['   ', '', None]))
+
+
+def test_a_listwise_reranker_counts_documents_without_text(tmp_path):
+    from _stub_engine import StubEngine
+
+    from pyterrier_garen import ListwiseReranker
+    reranker = ListwiseReranker(StubEngine(), window=4, stride=2)
+    docs = pd.DataFrame({'qid': 'q', 'query': 'sea lava', 'docno': ['a', 'b', 'c', 'd', 'e'],
+                         'text': ['sea', '', 'lava', float('nan'), 'sea lava']})
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)  # a few empty documents are the collection's: counted only
+        out = reranker(docs)
+    assert reranker.empty_texts == 2
+    assert out.docno.tolist()[:3] == ['e', 'a', 'c']
+    # the text column present but empty everywhere (a frame without its documents' text)
+    with pytest.warns(UserWarning, match=r"^ListwiseReranker\(.*\): all 5 rows have an empty 'text', so the model "
+                                         r'judges them on the query alone'):
+        reranker(docs.assign(text=''))
+    assert reranker.empty_texts == 7
 
 
 def test_vectors_of_another_corpus(tmp_path):
