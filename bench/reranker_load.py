@@ -114,6 +114,7 @@ def main(argv=None):
     if unknown:
         parser.error(f'--systems: unknown or reranker-free system(s) {unknown}; choose from '
                      f'{[s for s in garen.SYSTEMS if s != "BM25"]}')
+    garen.check_outputs({'--out': args.out})  # before the runs, not after them
     from _judged import measure_each
     table = measure_each(args.collections, measure, args.budgets, args.queries, args.systems, args.listwise,
                          args.head_rerank, args.cache_scores, args.sigma, args.noise_seed)

@@ -23,7 +23,7 @@ import sys
 import pandas as pd
 from scipy.stats import ttest_rel
 
-from pyterrier_garen import analysis
+from pyterrier_garen import analysis, check_outputs
 
 KEYS = ['collection', 'system', 'reranker', 'sigma', 'noise_seed', 'budget']
 MEASURES = ('nDCG@10', 'R@100')
@@ -113,6 +113,8 @@ def main(argv=None):
             analysis.load_per_query(analysis.parse_sweep_files(args.b))
     except ValueError as ex:
         parser.error(str(ex))
+    read = [p for item in (args.a, args.b) for paths in analysis.parse_sweep_files(item).values() for p in paths]
+    check_outputs({'--out': args.out}, inputs=read + [str(analysis.per_query_path(p)) for p in read])
     table = compare(a, b, args.names)
     if table.empty:
         raise SystemExit('error: the two sides hold no row in common (collection, system, reranker, sigma, noise '

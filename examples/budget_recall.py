@@ -162,6 +162,7 @@ def main(argv=None):
     parser.add_argument('--shares', metavar='FILE',
                         help="CSV, appended to: the first-stage share of the adaptive_interleave searches' expansions")
     args = parser.parse_args(argv)
+    garen.check_outputs({'--out': args.out, '--per-query': args.per_query, '--shares': args.shares})
     try:  # before any artifact is built
         variants = analysis.parse_variants(args.variant)
     except ValueError as ex:

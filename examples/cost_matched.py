@@ -24,7 +24,7 @@ import sys
 
 import pandas as pd
 
-from pyterrier_garen import analysis
+from pyterrier_garen import analysis, check_outputs
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
 from sweep_verdict import (add_paired_arguments, load_inputs, markdown, parse_checked, print_gaps,  # noqa: E402
@@ -49,6 +49,8 @@ def main(argv=None):
     add_paired_arguments(parser, "each margin's p-value and verdict, from the per-query files beside the CSVs")
     args = parse_checked(parser, argv)
     files = parse_files(args.files)
+    read = [p for paths in files.values() for p in paths]
+    check_outputs({'--csv': args.csv}, inputs=read + [str(analysis.per_query_path(p)) for p in read] + args.costs)
     table, provenance, perquery = load_inputs(files, args.paired, args.system)
     try:
         costs = pd.concat([pd.read_csv(path) for path in args.costs], ignore_index=True)

@@ -16,7 +16,7 @@ os.environ.setdefault('HF_HUB_OFFLINE', '1')
 import pandas as pd  # noqa: E402
 from pyterrier_adaptive import GAR  # noqa: E402
 
-from pyterrier_garen import GAREN, NAVIGATORS, prepare  # noqa: E402
+from pyterrier_garen import GAREN, NAVIGATORS, check_outputs, prepare  # noqa: E402
 from pyterrier_garen import cpu_components, evaluation_qrels  # noqa: E402
 from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, recall_by_hop  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
@@ -29,6 +29,7 @@ def main():
     parser.add_argument('--budget', type=int, default=100)
     parser.add_argument('--json', metavar='PATH', help='also write the figures as JSON (what docs/regen.py renders)')
     args = parser.parse_args()
+    check_outputs({'--json': args.json})  # before the run, not after it
     dataset = load_dataset(args.dataset)
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = prepare(dataset)

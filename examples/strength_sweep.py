@@ -93,6 +93,8 @@ def main(argv=None):
                                        systems=args.systems)
     except ValueError as ex:
         parser.error(str(ex))
+    garen.check_outputs({'--out': args.out, '--out (its per-query values)': str(analysis.per_query_path(args.out)),
+                         '--plot': args.plot, '--tests': args.tests})  # before the sweep, not after it
     if args.dataset:
         dataset = load_dataset(args.dataset)
     else:

@@ -49,6 +49,7 @@ _EXPORTS = {
     'read_sidecar': '._provenance',
     'command_line': '._provenance',
     'command_errors': '._errors',  # around a script's work: a user error as one line 'error: ...', exit status 2
+    'check_outputs': '._errors',  # before a script's work: its output files can be written, none over an input
     'collection_fingerprint': '._prepare',  # the SHA-256 of a collection's content (what a result was measured on)
     'corpus_fingerprint': '._prepare',  # the SHA-256 of its documents, which names its workdir
     'format_comparison': '._compare',

@@ -13,10 +13,10 @@ import contextlib
 import errno
 import sys
 import warnings
-from typing import Callable, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional
 
 __all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'command_errors', 'one_line',
-           'each_warning_once']
+           'each_warning_once', 'check_outputs']
 
 INTERRUPTED = ('interrupted: every finished step is kept (artifacts are written beside their folder and moved in '
                'only when complete; summaries are saved batch by batch); rerun the same command to resume')
@@ -127,6 +127,33 @@ def command_errors():
         sys.exit(status if isinstance(status, int) and status > 0 else 2)
     finally:
         argparse.ArgumentParser.error = before
+
+
+def check_outputs(outputs: Dict[str, Optional[str]], inputs: Iterable[str] = ()) -> None:
+    """Before a command's work: every output file it will write (``{flag: path}``, None for one not asked for) can
+    be written there, so a long run does not end in an error that loses what it measured.
+
+    A missing folder above a file is created (as ``compare --json`` does). :class:`UsageError` for a path that is a
+    folder, two flags naming one file (the second would write over the first), or an output that is also one of
+    ``inputs`` (the files the command reads: it would be written over).
+    """
+    import os
+    from pathlib import Path
+    read = {os.path.realpath(path): str(path) for path in inputs}
+    seen: Dict[str, str] = {}
+    for flag, path in outputs.items():
+        if path is None:
+            continue
+        real = os.path.realpath(path)
+        if os.path.isdir(path):
+            raise UsageError(f'{flag} {path} is a folder; give the path of a file to write')
+        if real in seen:
+            raise UsageError(f'{seen[real]} and {flag} both name {path}; give each output a file of its own')
+        if real in read:
+            raise UsageError(f'{flag} {path} is also an input of this command ({read[real]}) and would be written '
+                             'over; choose another output path')
+        seen[real] = flag
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 def end_progress_bars() -> None:

@@ -1,0 +1,44 @@
+"""The scripts' output files are checked before their work (check_outputs): a folder, a file named by two flags or
+an output that is also an input is refused with the fix; a missing folder above an output is created."""
+import pytest
+from _scripts import load_script
+
+from pyterrier_garen import check_outputs
+from pyterrier_garen._errors import UsageError
+
+
+def test_a_missing_folder_is_created_and_nothing_else_is_written(tmp_path):
+    check_outputs({'--out': str(tmp_path / 'a' / 'b' / 'out.csv'), '--plot': None})
+    assert (tmp_path / 'a' / 'b').is_dir()
+    assert list((tmp_path / 'a' / 'b').iterdir()) == []
+
+
+def test_a_folder_two_flags_on_one_file_and_an_input_are_refused(tmp_path):
+    with pytest.raises(UsageError, match=r'--out .* is a folder; give the path of a file'):
+        check_outputs({'--out': str(tmp_path)})
+    with pytest.raises(UsageError, match='--out and --tests both name .*; give each output a file of its own'):
+        check_outputs({'--out': str(tmp_path / 'x.csv'), '--tests': str(tmp_path / '.' / 'x.csv')})
+    mine = tmp_path / 'costs.csv'
+    mine.write_text('kept\n')
+    with pytest.raises(UsageError, match='--csv .* is also an input of this command .* would be written over'):
+        check_outputs({'--csv': str(mine)}, inputs=[str(mine)])
+    assert mine.read_text() == 'kept\n'
+
+
+def test_the_sweep_refuses_its_outputs_before_it_loads_anything(tmp_path):
+    script = load_script('examples/strength_sweep.py')
+    with pytest.raises(UsageError, match='--out and --tests both name'):  # not: no collection 'none' (loaded later)
+        script.main(['--dataset', str(tmp_path / 'none'), '--workdir', str(tmp_path / 'w'),
+                     '--out', str(tmp_path / 's.csv'), '--tests', str(tmp_path / 's.csv'), '--no-minilm'])
+    assert not (tmp_path / 'w').exists()
+
+
+def test_cost_matched_does_not_write_its_table_over_the_cost_table(tmp_path):
+    script = load_script('examples/cost_matched.py')
+    sweep, costs = tmp_path / 'c.csv', tmp_path / 'costs.csv'
+    sweep.write_text('system,reranker,sigma,noise_seed,partition_seed,budget,nDCG@10,R@100\n'
+                     'GAREN+,simulated,1,0,42,100,0.5,0.5\n')
+    costs.write_text('collection,budget,system,sent\nc,100,GAREN+,100\n')
+    with pytest.raises(UsageError, match='--csv .*costs.csv is also an input'):
+        script.main([f'c={sweep}', '--costs', str(costs), '--csv', str(costs)])
+    assert costs.read_text().startswith('collection,budget,system,sent\n')
