@@ -130,4 +130,5 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main()
+    with garen.command_errors():  # a usage error: one line 'error: ...', exit status 2
+        main()

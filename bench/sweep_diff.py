@@ -119,10 +119,13 @@ def main(argv=None):
     if table.empty:
         raise SystemExit('error: the two sides hold no row in common (collection, system, reranker, sigma, noise '
                          'seed and budget)')
-    if args.systems:
-        table = table[table.system.isin(args.systems)]
-    if args.budgets:
-        table = table[table.budget.isin(args.budgets)]
+    for flag, column, chosen in (('--systems', 'system', args.systems), ('--budgets', 'budget', args.budgets)):
+        if chosen:
+            held = list(dict.fromkeys(table[column]))
+            if not set(chosen) & set(held):
+                raise SystemExit(f'error: {flag} {" ".join(map(str, chosen))} selects no row the two sides hold in '
+                                 f'common; choose from {" ".join(map(str, held))}')
+            table = table[table[column].isin(chosen)]
     if args.out:
         table.to_csv(args.out, index=False)
     shown = table.assign(reranker=_config(table)).drop(columns=['sigma', 'noise_seed'])
@@ -144,4 +147,6 @@ def main(argv=None):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    from pyterrier_garen import command_errors
+    with command_errors():  # a usage error: one line 'error: ...', exit status 2
+        main(sys.argv[1:])

@@ -42,3 +42,35 @@ def test_cost_matched_does_not_write_its_table_over_the_cost_table(tmp_path):
     with pytest.raises(UsageError, match='--csv .*costs.csv is also an input'):
         script.main([f'c={sweep}', '--costs', str(costs), '--csv', str(costs)])
     assert costs.read_text().startswith('collection,budget,system,sent\n')
+
+
+def _sweep(folder, name, budget=100):
+    """A strength-sweep CSV of one GAREN row and its per-query values (two queries), as the sweep writes them."""
+    import pandas as pd
+    keys = {'system': 'GAREN', 'reranker': 'simulated', 'sigma': 1.0, 'noise_seed': 0, 'partition_seed': 42,
+            'budget': budget}
+    pd.DataFrame([{**keys, 'nDCG@10': .5, 'R@100': .5}]).to_csv(folder / f'{name}.csv', index=False)
+    pd.DataFrame([{**keys, 'qid': q, 'nDCG@10': v, 'R@100': .5} for q, v in (('1', .4), ('2', .6))]).to_csv(
+        folder / f'{name}.perquery.csv.gz', index=False)
+    return f'c={folder / f"{name}.csv"}'
+
+
+@pytest.mark.parametrize(('args', 'said'), [
+    (['--systems', 'Nope'], 'error: --systems Nope selects no row the two sides hold in common; choose from GAREN\n'),
+    (['--budgets', '7'], 'error: --budgets 7 selects no row the two sides hold in common; choose from 100\n'),
+])
+def test_sweep_diff_filters_that_select_nothing_are_one_line(tmp_path, args, said):
+    # were a numpy traceback (ufunc 'add' ... dtype('<U6')) from printing an empty table
+    import subprocess
+    import sys
+
+    from _scripts import ROOT
+    a, b = _sweep(tmp_path, 'a'), _sweep(tmp_path, 'b')
+    proc = subprocess.run([sys.executable, str(ROOT / 'bench' / 'sweep_diff.py'), '--a', a, '--b', b, *args],
+                          capture_output=True, text=True, timeout=120)
+    assert (proc.returncode, proc.stderr) == (2, said)
+    proc = subprocess.run([sys.executable, str(ROOT / 'bench' / 'sweep_diff.py'), '--a', a, '--b', b,
+                           '--out', str(tmp_path / 'a.perquery.csv.gz')], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith('error: --out ')
+    assert 'is also an input of this command' in proc.stderr
