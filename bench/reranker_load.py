@@ -37,6 +37,7 @@ import pandas as pd  # noqa: E402
 import pyterrier as pt  # noqa: E402
 
 import pyterrier_garen as garen  # noqa: E402
+from pyterrier_garen import analysis  # noqa: E402
 
 
 class CountingReranker(pt.Transformer):
@@ -114,6 +115,13 @@ def main(argv=None):
     if unknown:
         parser.error(f'--systems: unknown or reranker-free system(s) {unknown}; choose from '
                      f'{[s for s in garen.SYSTEMS if s != "BM25"]}')
+    try:  # before anything is built: --queries -2 was every query but the last two, 0 every query
+        analysis.check_sweep_arguments(
+            sigmas=[] if args.sigma is None else [args.sigma], noise_seeds=[args.noise_seed], budgets=args.budgets,
+            num_queries=args.queries, names={'sigmas': '--sigma', 'sigma': '--sigma', 'noise_seed': '--noise-seed',
+                                             'budgets': '--budgets', 'budget': '--budgets', 'num_queries': '--queries'})
+    except ValueError as ex:
+        parser.error(str(ex))
     garen.check_outputs({'--out': args.out})  # before the runs, not after them
     from _judged import measure_each
     table = measure_each(args.collections, measure, args.budgets, args.queries, args.systems, args.listwise,

@@ -61,7 +61,13 @@ def main(argv=None):
     parser.add_argument('--feedback', type=float, nargs='*', default=[], help="GAREN's feedback weights to add")
     parser.add_argument('--queries', type=int, help='only the first N judged queries')
     args = parser.parse_args(argv)
-    garen.check_outputs({'--out': args.out})  # before any artifact is built
+    try:  # before any artifact is built
+        analysis.check_sweep_arguments(sigmas=args.sigmas, budgets=args.budgets, num_queries=args.queries,
+                                       names={'sigmas': '--sigmas', 'sigma': '--sigmas', 'budgets': '--budgets',
+                                              'budget': '--budgets', 'num_queries': '--queries'})
+    except ValueError as ex:
+        parser.error(str(ex))
+    garen.check_outputs({'--out': args.out})
     dataset = load_dataset(args.dataset)
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir)

@@ -74,3 +74,23 @@ def test_sweep_diff_filters_that_select_nothing_are_one_line(tmp_path, args, sai
     assert proc.returncode == 2
     assert proc.stderr.startswith('error: --out ')
     assert 'is also an input of this command' in proc.stderr
+
+
+@pytest.mark.parametrize(('script', 'args', 'said'), [
+    ('bench/reranker_load.py', ['--queries', '-2'],  # was every query but the last two, silently
+     'error: --queries must be a positive integer or None, got -2 (None: every judged query)'),
+    ('bench/reranker_load.py', ['--budgets', '100', '100'], 'error: --budgets repeat 100: give each value once'),
+    ('examples/final_order.py', ['--budgets', '100', '100'], 'error: --budgets repeat 100: give each value once'),
+])
+def test_the_measuring_scripts_check_their_numbers_before_anything_is_built(tmp_path, script, args, said):
+    import subprocess
+    import sys
+
+    from _scripts import ROOT
+    where = ['--collections', 'cranfield'] if script.startswith('bench') else \
+        ['--dataset', str(tmp_path / 'none'), '--workdir', str(tmp_path / 'w'), '--out', str(tmp_path / 'o.csv')]
+    proc = subprocess.run([sys.executable, str(ROOT / script), *where, *args], capture_output=True, text=True,
+                          timeout=120, env={**__import__('os').environ, 'GAREN_DATA': str(tmp_path)})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(said), proc.stderr[-2000:]
+    assert not (tmp_path / 'w').exists()
