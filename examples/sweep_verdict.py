@@ -118,9 +118,16 @@ BASELINES = ('GAR', 'SlideGAR', 'RGS')
 
 
 def parse_checked(parser, argv):
-    """``parser.parse_args(argv)``, refusing an ``--alpha`` outside (0, 1) with the fix; ``--baselines`` left out
-    is :data:`BASELINES` without ``--system`` (so ``--system RGS`` is compared with GAR and SlideGAR)."""
+    """``parser.parse_args(argv)``, refusing a list option that repeats a value and an ``--alpha`` outside (0, 1)
+    with the fix; ``--baselines`` left out is :data:`BASELINES` without ``--system`` (so ``--system RGS`` is
+    compared with GAR and SlideGAR)."""
     args = parser.parse_args(argv)
+    for action in parser._actions:  # a value given twice would count its cells twice ('16 of 16 cells hold')
+        values = getattr(args, action.dest, None)
+        if action.option_strings and isinstance(values, list):
+            repeated = list(dict.fromkeys(v for v in values if values.count(v) > 1))
+            if repeated:
+                parser.error(f'{action.option_strings[0]} repeats {" ".join(map(str, repeated))}: give each value once')
     if not 0 < args.alpha < 1:
         parser.error(f'--alpha {args.alpha:g}: the significance level must lie strictly between 0 and 1, e.g. 0.05')
     if getattr(args, 'baselines', ()) is None:

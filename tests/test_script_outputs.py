@@ -94,3 +94,17 @@ def test_the_measuring_scripts_check_their_numbers_before_anything_is_built(tmp_
     assert proc.returncode == 2
     assert proc.stderr.startswith(said), proc.stderr[-2000:]
     assert not (tmp_path / 'w').exists()
+
+
+@pytest.mark.parametrize(('script', 'args'), [
+    ('examples/sweep_verdict.py', ['--margin-budgets', '100', '100']),  # counted '16 of 16 cells hold' (8 twice)
+    ('examples/fusion_weights.py', ['--rerankers', 'MiniLM', 'MiniLM']),
+    ('examples/cost_matched.py', ['--baselines', 'GAR', 'GAR']),
+])
+def test_the_verdict_scripts_refuse_a_value_given_twice(tmp_path, capsys, script, args):
+    files = ['0.1:c=none.csv'] if 'fusion' in script else ['c=none.csv']  # refused before any file is read
+    costs = ['--costs', 'none.csv'] if 'cost' in script else []
+    with pytest.raises(SystemExit) as ended:
+        load_script(script).main([*files, *costs, *args])
+    assert ended.value.code == 2
+    assert f'{args[0]} repeats {args[1]}: give each value once' in capsys.readouterr().err
