@@ -35,7 +35,10 @@ a search found the relevant documents (navigation) or lost them in its order. --
 row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels: best member label per group) as
 ``<system>@oracle-nav``. --partition-seed S runs the groups-based systems on the Leiden partition of seed S
 (analysis.partition_groups; built once in the workdir). Appends one CSV row per (budget, reranker, system, order)
-as it goes; --per-query FILE appends each query's values of those rows (for paired tests across systems).
+as it goes; run again, it skips the runs --out holds (an interrupted run resumes; a --out written with other
+columns is refused) and its last table shows this collection's rows. --per-query FILE appends each query's values
+of those rows (for paired tests across systems; written just before --out, so a run stopped between the two
+writes has its per-query rows twice there).
 --shares FILE also traces every GAREN search with ``adaptive_interleave`` and appends to FILE how it split its
 expansions between the first stage and the groups (analysis.share_summary: per iteration, and each
 query's last share, over the queries).
@@ -163,6 +166,9 @@ def main(argv=None):
                         help="CSV, appended to: the first-stage share of the adaptive_interleave searches' expansions")
     args = parser.parse_args(argv)
     garen.check_outputs({'--out': args.out, '--per-query': args.per_query, '--shares': args.shares})
+    cell_keys = ['collection', 'budget', 'reranker', 'system', 'noise_seed', 'partition_seed']
+    out = analysis.AppendedTable(args.out, [*cell_keys, 'order', 'nDCG@10', 'R@100', 'R@obs', 'seconds'],
+                                 keys=cell_keys)  # a rerun skips the runs it holds
     try:  # before any artifact is built
         variants = analysis.parse_variants(args.variant)
     except ValueError as ex:
@@ -210,6 +216,10 @@ def main(argv=None):
                         pipeline = pipeline >> garen.FirstStageFusion(first, args.fusion)
                     runs[name + suffix] = pipeline
             for name, pipeline in runs.items():
+                if out.holds(collection=args.dataset, budget=budget, reranker=kind, system=name,
+                             noise_seed=args.noise_seed, partition_seed=args.partition_seed):
+                    print(f'{args.dataset} {budget} {kind} {name}: in {args.out} already (kept)', flush=True)
+                    continue
                 start = time.time()
                 system, fusion = split_fusion(pipeline)
                 traced = adaptive_searches(system) if args.shares else []
@@ -243,7 +253,7 @@ def main(argv=None):
                     pd.concat(queries).to_csv(args.per_query, mode='a', header=not os.path.exists(args.per_query),
                                               index=False)
                 rows = pd.DataFrame(rows)
-                rows.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)
+                out.append(rows)
                 for stage in traced:
                     shares = analysis.share_summary(analysis.first_stage_shares(stage.last_trace)).assign(
                         collection=args.dataset, budget=budget, reranker=kind, system=name,
@@ -252,7 +262,8 @@ def main(argv=None):
                                      *shares.columns[:6]]]
                     shares.to_csv(args.shares, mode='a', header=not os.path.exists(args.shares), index=False)
                 print(rows.round(4).to_string(header=False, index=False), flush=True)
-    table = pd.read_csv(args.out)
+    table = pd.read_csv(args.out, dtype={'collection': str})
+    table = table[table.collection == args.dataset]  # the file may hold other collections' rows too
     with pd.option_context('display.width', 250, 'display.max_rows', 500):
         print(table.pivot_table(index=['reranker', 'system', 'order'], columns='budget', values='R@100',
                                 sort=False).round(4).to_string())

@@ -10,8 +10,9 @@
 All systems take the same PISA BM25 top 1000 and the MiniLM centroid navigator (GAREN); the reranker is the
 simulated one (pyterrier_garen.analysis.SimulatedReranker, noise seed 0: an ANALYSIS INSTRUMENT that reads the
 qrels), MiniLM with --minilm, each seen as a listwise reranker (analysis.ListwiseView) with --listwise. Appends one
-CSV row per (budget, reranker, system:final_order) as it goes (so an interrupted run keeps what it measured) and
-prints the table of each measure at the end. GAR orders by score already and runs once per reranker and budget.
+CSV row per (budget, reranker, system:final_order) as it goes (so an interrupted run keeps what it measured; run
+again, it skips the rows --out holds) and prints the table of each measure at the end, for this collection's rows.
+A --out written with other columns is refused. GAR orders by score already and runs once per reranker and budget.
 """
 import argparse
 import inspect
@@ -68,6 +69,9 @@ def main(argv=None):
     except ValueError as ex:
         parser.error(str(ex))
     garen.check_outputs({'--out': args.out})
+    # appended to cell by cell: a rerun after an interruption skips the cells the file holds
+    out = analysis.AppendedTable(args.out, ['collection', 'budget', 'reranker', 'system', 'nDCG@10', 'R@100',
+                                            'seconds'], keys=['collection', 'budget', 'reranker', 'system'])
     dataset = load_dataset(args.dataset)
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir)
@@ -94,15 +98,19 @@ def main(argv=None):
                 for order in args.orders:
                     runs.update(searches(name, build, order, args.feedback if name.startswith('GAREN') else []))
             for name, pipeline in runs.items():
+                if out.holds(collection=args.dataset, budget=budget, reranker=kind, system=name):
+                    print(f'{args.dataset} {budget} {kind} {name}: in {args.out} already (kept)', flush=True)
+                    continue
                 start = time.time()
                 values = pt.Experiment([pipeline], topics, qrels, [nDCG @ 10, R @ 100], names=[name],
                                        validate='ignore').iloc[0]
                 row = pd.DataFrame([{'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
                                      'nDCG@10': values['nDCG@10'], 'R@100': values['R@100'],
                                      'seconds': round(time.time() - start, 1)}])
-                row.to_csv(args.out, mode='a', header=not os.path.exists(args.out), index=False)
+                out.append(row)
                 print(row.to_string(header=False, index=False), flush=True)
-    table = pd.read_csv(args.out)
+    table = pd.read_csv(args.out, dtype={'collection': str})
+    table = table[table.collection == args.dataset]  # the file may hold other collections' rows too
     with pd.option_context('display.width', 250, 'display.max_rows', 500):
         for measure in ('nDCG@10', 'R@100'):
             print(f'\n{measure}')

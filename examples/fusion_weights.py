@@ -4,7 +4,8 @@
         1:cranfield=fusion1-cranfield.csv 1:vaswani=fusion1-vaswani.csv --paired
 
 Each argument is WEIGHT:COLLECTION=PATH[,PATH...]: the CSVs examples/strength_sweep.py wrote for that collection
-with --fusion WEIGHT (comma-separated when it was run in parts). Every weight must name the same collections.
+with --fusion WEIGHT (comma-separated when it was run in parts). Every weight must name the same collections; a
+CSV whose provenance record shows another --fusion than its WEIGHT is refused.
 Prints, per budget (--margin-budgets), reranker (--rerankers) and measure:
 
 1. each system's value at each weight (the mean over the collections) and the weight where it is best (the lighter
@@ -19,6 +20,7 @@ only the CSVs: nothing is run.
 """
 import argparse
 import os
+import shlex
 import sys
 
 import pandas as pd
@@ -51,6 +53,34 @@ def parse_weighted(items):
     return out
 
 
+def recorded_weight(command):
+    """The ``--fusion`` a recorded strength_sweep command ran with (0 when it names none), or None for no record."""
+    if command in (None, '-'):
+        return None
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for k, word in enumerate(words):
+        value = word.split('=', 1)[1] if word.startswith('--fusion=') else \
+            words[k + 1] if word == '--fusion' and k + 1 < len(words) else None
+        if value is not None:
+            try:
+                return float(value)
+            except ValueError:
+                return None
+    return 0.0
+
+
+def check_recorded_weights(provenance):
+    """SystemExit when a CSV's record says its sweep ran with another ``--fusion`` than the weight it is given."""
+    for row in provenance.itertuples():
+        ran = recorded_weight(row.command)
+        if ran is not None and abs(ran - row.weight) > 1e-12:
+            raise SystemExit(f'error: {row.weight:g}:{row.collection}={row.file}: its record says the sweep ran with '
+                             f'--fusion {ran:g} ({row.command}); give it as {ran:g}:{row.collection}={row.file}')
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('files', nargs='+', metavar='WEIGHT:COLLECTION=PATH[,PATH...]')
@@ -68,6 +98,7 @@ def main(argv=None):
         perqueries = {w: analysis.load_per_query(files) for w, files in weighted.items()} if args.paired else None
         provenance = pd.concat([analysis.sweep_provenance(files).assign(weight=w) for w, files in weighted.items()],
                                ignore_index=True)
+        check_recorded_weights(provenance)  # a mislabelled weight would move the best-weight table silently
         values, margins = analysis.fusion_weight_margins(tables, args.system, args.baselines,
                                                          budgets=args.margin_budgets, rerankers=args.rerankers,
                                                          perqueries=perqueries, alpha=args.alpha)

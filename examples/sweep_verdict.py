@@ -171,6 +171,10 @@ def main(argv=None):
         raise SystemExit(f'error: {ex}') from ex
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
+    held = sorted(set(np.where(table.reranker == 'MiniLM', 'MiniLM', 'sigma=' + table.sigma.map('{:g}'.format))))
+    chosen = [r for r in args.rerankers if r in held]
+    why_empty = None if chosen else (f'none of --rerankers {" ".join(args.rerankers)} is in the CSVs (they hold '
+                                     f'{" ".join(held)})')
 
     mono = report['monotonicity']
     print(f'**1. {args.monotone_measure} as the budget grows ({", ".join(args.monotone)})**\n')
@@ -178,6 +182,8 @@ def main(argv=None):
                         worst_step=mono.worst_step.map(lambda v: f'{v:+.4f}'))
     if table.budget.nunique() < 2:
         print(f'skipped: one budget ({", ".join(map(str, sorted(set(table.budget))))}) in the CSVs\n')
+    elif len(mono) == 0:
+        print(f'skipped: {why_empty or "no row of " + " ".join(args.monotone) + " in the CSVs"}\n')
     else:
         print(markdown(signed(analysis.monotonicity_summary(mono), ['worst_step']) if args.monotone_summary else shown))
         print(f'\n{int(mono.never_falls.sum())} of {len(mono)} rows never fall' +
@@ -189,6 +195,9 @@ def main(argv=None):
     print(f'**2. {args.system} against the best baseline (mean over {len(collections)} collections)**\n')
     if absent:  # e.g. a sweep of one system, read for tables 1 and 3
         print(f'skipped: no rows of {", ".join(absent)} in the CSVs\n')
+    elif len(margins) == 0:
+        budgets = ' '.join(map(str, sorted(set(table.budget))))
+        print(f'skipped: {why_empty or f"no budget of --margin-budgets in the CSVs (they hold {budgets})"}\n')
     else:
         per = [c for c in margins.columns if c.startswith('delta:')]
         interval = ['low', 'high'] if perquery is not None else []
@@ -201,8 +210,15 @@ def main(argv=None):
 
     response = report['response']
     print(f'**3. {args.system} R@100 at budget {args.response_budget}, sigma {args.weak:g} -> {args.strong:g}**\n')
-    print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
-    print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
+    if len(response) == 0:
+        sigmas = sorted(set(table.sigma[table.reranker != 'MiniLM']))
+        print(f'skipped: no collection has {args.system} at budget {args.response_budget} with both sigma '
+              f'{args.weak:g} and sigma {args.strong:g} (the CSVs hold budgets '
+              f'{" ".join(map(str, sorted(set(table.budget))))} and sigmas {" ".join(f"{v:g}" for v in sigmas)}; '
+              'see --response-budget, --weak, --strong)')
+    else:
+        print(markdown(signed(response, ['rise', 'rise_min', 'rise_max'])))
+        print(f'\nrises on {int(response.rises.sum())} of {len(response)} collections')
 
     print()
     print_provenance(provenance)

@@ -182,6 +182,8 @@ def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path
     frames = []
     for collection, path in _paths(files):
         side = per_query_path(path)
+        if not path.is_file():  # the CSV itself: naming its per-query file and record would mislead
+            raise FileNotFoundError(f'no sweep CSV at {path} (collection {collection!r})')
         if not side.is_file():
             raise FileNotFoundError(f'no per-query values at {side} for {path} (collection {collection!r}): '
                                     'examples/strength_sweep.py writes them beside its CSV; rerun the command in '

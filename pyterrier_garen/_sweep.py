@@ -22,7 +22,7 @@ from . import _registry
 from ._params import check_int, check_number
 
 __all__ = ['SWEEP_SYSTEMS', 'SWEEP_COLUMNS', 'strength_sweep', 'partition_groups', 'sweep_summary',
-           'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file']
+           'sweep_tests', 'plot_strength_sweep', 'sweep_plot_file', 'AppendedTable']
 
 #: Systems a sweep runs by default: those declared with ``sweep=True`` in ``_registry.py`` (a live list).
 SWEEP_SYSTEMS = _registry.SWEEP_SYSTEM_NAMES
@@ -436,3 +436,43 @@ def sweep_plot_file(table: pd.DataFrame, path: Union[str, Path], *, title: str =
     plt.close(fig)
 
 
+
+
+class AppendedTable:
+    """A CSV a script appends its rows to, one measured cell at a time, so that a run that was stopped resumes.
+
+    Opening it reads the rows the file already holds: :meth:`holds` says whether a cell (its ``keys``) is among them,
+    so the script skips it rather than measuring and writing it twice. A file whose header is not ``columns``
+    (another script's, or an older version's) is refused when opened, before any work: appending would put values
+    under the wrong names. An empty or missing file starts with the header. Nothing already in the file is changed.
+    """
+
+    def __init__(self, path: Union[str, Path], columns: Sequence[str], keys: Sequence[str], flag: str = '--out'):
+        from ._errors import UsageError
+        self.path, self.columns, self.keys = Path(path), list(columns), list(keys)
+        self._held = set()
+        if self.path.is_file() and self.path.stat().st_size:
+            held = pd.read_csv(self.path, dtype=str, keep_default_na=False)
+            if list(held.columns) != self.columns:
+                raise UsageError(f'{flag} {path} holds the columns {list(held.columns)}, not the '
+                                 f'{self.columns} this command writes; appending would put values under the wrong '
+                                 'names: give another file')
+            self._held = set(held[self.keys].itertuples(index=False, name=None))
+
+    def holds(self, **cell: Any) -> bool:
+        """Whether the file holds a row of this cell (its ``keys``, compared as written: None as empty)."""
+        return tuple(_as_written(cell[k]) for k in self.keys) in self._held
+
+    def append(self, rows: pd.DataFrame) -> None:
+        """Append ``rows`` (exactly :attr:`columns`); the header too when the file is new or empty."""
+        if list(rows.columns) != self.columns:
+            raise ValueError(f'rows with the columns {list(rows.columns)} cannot go to {self.path}, which holds '
+                             f'{self.columns}')
+        new = not self.path.is_file() or not self.path.stat().st_size
+        rows.to_csv(self.path, mode='a', header=new, index=False)
+        self._held.update(tuple(map(_as_written, key)) for key in rows[self.keys].itertuples(index=False, name=None))
+
+
+def _as_written(value: Any) -> str:
+    """A value as a CSV cell reads back as text: None and NaN are empty."""
+    return '' if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)

@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 from _scripts import load_script
 
+from pyterrier_garen._errors import UsageError
+
 
 @pytest.fixture(scope='module')
 def example():
@@ -65,7 +67,7 @@ def test_adaptive_searches_finds_the_share_setting_stages(example):
     assert shares.queries.iloc[-1] == 3  # 'last': every query of the toy first stage
 
 
-def test_rows_name_the_navigator_of_garen_only(example, tmp_path):
+def test_rows_name_the_navigator_of_garen_only(example, tmp_path, capsys):
     # a non-default navigator suffixes the GAREN rows and variants; a baseline does not use the navigator
     import pandas as pd
     from pyterrier_garen.synthetic import make_synthetic
@@ -87,6 +89,22 @@ def test_rows_name_the_navigator_of_garen_only(example, tmp_path):
     assert list(dict.fromkeys(vote.reranker)) == ['sigma=0.5', 'MiniLM']
     # the baseline's rows are the same run under both navigators
     assert vote[vote.system == 'GAR']['nDCG@10'].tolist() == centroid[centroid.system == 'GAR']['nDCG@10'].tolist()
+    # run again (as after an interruption): the runs --out holds are kept, not measured and appended twice
+    before = (tmp_path / 'centroid.csv').read_bytes()
+    example.main([*common, '--out', str(tmp_path / 'centroid.csv')])
+    assert (tmp_path / 'centroid.csv').read_bytes() == before
+    assert f"{tmp_path / 'collection'} 20 MiniLM GAREN+: in {tmp_path / 'centroid.csv'} already (kept)" in \
+        capsys.readouterr().out
+    # a file of other columns (another script's) is refused before anything runs, and left as it was
+    other = tmp_path / 'other.csv'
+    other.write_text('system,budget,score\nGAR,20,0.5\n')
+    with pytest.raises(UsageError, match=r"^--out .*other\.csv holds the columns \['system', 'budget', 'score'\], not "
+                                         r"the \['collection', 'budget', 'reranker', 'system', 'noise_seed', "
+                                         r"'partition_seed', 'order', 'nDCG@10', 'R@100', 'R@obs', 'seconds'\] this "
+                                         r'command writes; appending would put values under the wrong names: give '
+                                         r'another file$'):
+        example.main([*common, '--out', str(other)])
+    assert other.read_text() == 'system,budget,score\nGAR,20,0.5\n'
 
 
 def test_split_fusion_takes_off_a_final_fusion_stage_only(example):

@@ -229,6 +229,10 @@ def test_load_per_query_checks_its_csv(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"no per-query values at .*b\.perquery\.csv\.gz for .*b\.csv "
                                                 r"\(collection 'b'\): .*rerun the command in .*b\.csv\.json"):
         analysis.load_per_query({'b': b})
+    # no CSV at all: said so, not that its per-query file is missing (whose record does not exist either)
+    with pytest.raises(FileNotFoundError) as missing:
+        analysis.load_per_query({'c': tmp_path / 'c.csv'})
+    assert str(missing.value) == f"no sweep CSV at {tmp_path / 'c.csv'} (collection 'c')"
 
 
 def test_sweep_verdict_paired(tmp_path, capsys):
@@ -420,6 +424,29 @@ def test_fusion_weights_command(tmp_path, capsys):
         script.main(['nan:' + args[0].split(':', 1)[1]])
     with pytest.raises(SystemExit, match='every weight must name the same collections; got 0.1: c1, c2; 1: c1'):
         script.main([a for a in args if not a.startswith('1:c2')])
+    # a weight its file's record contradicts (the sweep ran with --fusion 0.1, given as 1) is refused, naming both
+    from pyterrier_garen._provenance import write_sidecar
+    mislabelled = next(a for a in args if a.startswith('1:c1='))
+    path = mislabelled.split('=', 1)[1]
+    write_sidecar(path, command='python examples/strength_sweep.py --dataset c1 --fusion 0.1 --out x.csv')
+    with pytest.raises(SystemExit) as refused:
+        script.main(common)
+    assert str(refused.value) == (f'error: 1:c1={path}: its record says the sweep ran with --fusion 0.1 (python '
+                                  'examples/strength_sweep.py --dataset c1 --fusion 0.1 --out x.csv); give it as '
+                                  f'0.1:c1={path}')
+    write_sidecar(path, command='python examples/strength_sweep.py --dataset c1 --fusion=1 --out x.csv')
+    script.main(common)  # the record agrees (written --fusion=1)
+    assert '| 100 | sigma=1 | nDCG@10 | S | 0.4000 | 0.4500 | 1 |' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(('command', 'weight'), [
+    ('-', None), (None, None), ('python examples/strength_sweep.py --out x.csv', 0.0),
+    ('python examples/strength_sweep.py --fusion 0.3 --tail-fusion 0.05 --out x.csv', 0.3),
+    ("python examples/strength_sweep.py --fusion=3 --out 'a b.csv'", 3.0),
+    ('python examples/strength_sweep.py --fusion', 0.0), ('python x.py --fusion W', None), ("python 'x.py", None)])
+def test_the_weight_a_recorded_command_ran_with(command, weight):
+    script = load_script('examples/fusion_weights.py')
+    assert script.recorded_weight(command) == weight
 
 
 def two_cell_rows():

@@ -1,7 +1,7 @@
 """The scripts' output files are checked before their work (check_outputs): a folder, a file named by two flags or
 an output that is also an input is refused with the fix; a missing folder above an output is created."""
 import pytest
-from _scripts import load_script
+from _scripts import ROOT, load_script
 
 from pyterrier_garen import check_outputs
 from pyterrier_garen._errors import UsageError
@@ -64,7 +64,6 @@ def test_sweep_diff_filters_that_select_nothing_are_one_line(tmp_path, args, sai
     import subprocess
     import sys
 
-    from _scripts import ROOT
     a, b = _sweep(tmp_path, 'a'), _sweep(tmp_path, 'b')
     proc = subprocess.run([sys.executable, str(ROOT / 'bench' / 'sweep_diff.py'), '--a', a, '--b', b, *args],
                           capture_output=True, text=True, timeout=120)
@@ -86,7 +85,6 @@ def test_the_measuring_scripts_check_their_numbers_before_anything_is_built(tmp_
     import subprocess
     import sys
 
-    from _scripts import ROOT
     where = ['--collections', 'cranfield'] if script.startswith('bench') else \
         ['--dataset', str(tmp_path / 'none'), '--workdir', str(tmp_path / 'w'), '--out', str(tmp_path / 'o.csv')]
     proc = subprocess.run([sys.executable, str(ROOT / script), *where, *args], capture_output=True, text=True,
@@ -108,3 +106,43 @@ def test_the_verdict_scripts_refuse_a_value_given_twice(tmp_path, capsys, script
         load_script(script).main([*files, *costs, *args])
     assert ended.value.code == 2
     assert f'{args[0]} repeats {args[1]}: give each value once' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(('args', 'said'), [
+    (['--rerankers', 'foo'], ['skipped: none of --rerankers foo is in the CSVs (they hold MiniLM sigma=0.25 '
+                              'sigma=0.5 sigma=1 sigma=2)'] * 2),
+    (['--margin-budgets', '7'], ['skipped: no budget of --margin-budgets in the CSVs (they hold 50 100 200 400)']),
+    (['--weak', '7'], ['skipped: no collection has GAREN+ at budget 100 with both sigma 7 and sigma 0.25 (the CSVs '
+                       'hold budgets 50 100 200 400 and sigmas 0.25 0.5 1 2; see --response-budget, --weak, '
+                       '--strong)']),
+])
+def test_sweep_verdict_says_why_a_table_is_empty(capsys, args, said):
+    # it printed '0 of 0 rows never fall' or 'rises on 0 of 0 collections' and ended with status 0
+    sweep = ROOT / 'bench' / 'results' / 'sweeps' / 'cranfield.csv'
+    load_script('examples/sweep_verdict.py').main([f'cranfield={sweep}', *args])
+    out = capsys.readouterr().out
+    assert [line for line in out.splitlines() if line.startswith('skipped:')] == said
+    assert ' of 0 ' not in out
+
+
+def test_an_appended_table_knows_the_cells_it_holds(tmp_path):
+    import pandas as pd
+
+    from pyterrier_garen.analysis import AppendedTable
+    path = tmp_path / 'rows.csv'
+    path.write_text('')  # an empty file starts with the header, as a missing one does
+    table = AppendedTable(path, ['system', 'seed', 'budget', 'value'], keys=['system', 'seed', 'budget'])
+    assert not table.holds(system='GAR', seed=None, budget=100)
+    table.append(pd.DataFrame({'system': ['GAR', 'GAR'], 'seed': pd.Series([None, 3], dtype=object),
+                               'budget': [100, 100], 'value': [.5, .6]}))
+    assert table.holds(system='GAR', seed=None, budget=100)
+    assert path.read_text() == 'system,seed,budget,value\nGAR,,100,0.5\nGAR,3,100,0.6\n'
+    # opened again (a rerun): the cells are read back from the file, a None seed as the empty cell it was written as
+    again = AppendedTable(path, ['system', 'seed', 'budget', 'value'], keys=['system', 'seed', 'budget'])
+    assert again.holds(system='GAR', seed=None, budget=100)
+    assert again.holds(system='GAR', seed=3, budget='100')
+    assert not again.holds(system='GAR', seed=3, budget=200)
+    assert not again.holds(system='RGS', seed=None, budget=100)
+    with pytest.raises(ValueError, match=r"rows with the columns \['system', 'value'\] cannot go to"):
+        again.append(pd.DataFrame({'system': ['GAR'], 'value': [1.]}))
+    assert path.read_text().count('\n') == 3
