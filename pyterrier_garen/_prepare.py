@@ -85,6 +85,9 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str,
     manifest = workdir / MANIFEST
     if manifest.is_file():  # read without a lock (written atomically): a finished workdir may be read-only
         return _check_manifest(manifest, workdir, fingerprint, earlier)
+    if manifest.exists():  # a folder (or a link to one): not prepare's record, never replaced
+        raise FileExistsError(f'{manifest} is not a file, where prepare records which documents the workdir holds; '
+                              'it is left untouched: move it away and rerun, or pass another workdir')
     from ._atomic import ArtifactKindError, read_meta
     try:
         kind = read_meta(workdir)
@@ -130,13 +133,19 @@ def _check_manifest(manifest: Path, workdir: Path, fingerprint: str,
     ``LocalDataset``'s files, as they are now). ``FileExistsError`` otherwise."""
     from ._atomic import resource_errors
     with resource_errors(manifest, 'read'):
-        text = manifest.read_text(encoding='utf8')
+        try:
+            text = manifest.read_text(encoding='utf8')
+        except UnicodeDecodeError:
+            text = ''
     try:
         stored = json.loads(text)
     except ValueError:
-        stored = {}
-    if not isinstance(stored, dict):
-        stored = {}
+        stored = None
+    if not isinstance(stored, dict) or not {'corpus_sha256', 'collection_sha256'} & set(stored):
+        raise FileExistsError(
+            f'{manifest} is damaged (not the JSON record of the documents this workdir was prepared for), so its '
+            'artifacts are not reused: delete that file and rerun (prepare records the workdir again and reuses '
+            'only the artifacts built from these documents), or pass another workdir')
     if 'corpus_sha256' in stored:
         same = stored['corpus_sha256'] == fingerprint
         recorded = stored['corpus_sha256']

@@ -286,16 +286,29 @@ def test_a_workdir_of_other_documents_is_refused_whichever_version_recorded_it(t
     assert str(refused.value) == _refusal(work, 'x', shown)
 
 
-@pytest.mark.parametrize('text', ['{not json', '[1, 2]', '"aaaa"', 'null', '', '{"collection": "x"}'])
-def test_a_damaged_manifest_is_another_collection(tmp_path, text):
+@pytest.mark.parametrize('data', [b'{not json', b'[1, 2]', b'"aaaa"', b'null', b'', b'{"collection": "x"}',
+                                  b'\xf6\x9c garbage', b'{"corpus_sha256": "' + b'\xff' * 4 + b'"}'])
+def test_a_damaged_manifest_is_named_as_damaged(tmp_path, data):
     work = tmp_path / 'w'
     work.mkdir()
-    (work / 'prepare.json').write_text(text)
+    (work / 'prepare.json').write_bytes(data)
     with pytest.raises(FileExistsError) as refused:
         _check_workdir(work, FP, 'tiny')
-    collection = 'x' if 'collection' in text else '?'
-    assert str(refused.value) == _refusal(work, collection, 'None')
-    assert (work / 'prepare.json').read_text() == text
+    assert str(refused.value) == (
+        f'{work / "prepare.json"} is damaged (not the JSON record of the documents this workdir was prepared for), '
+        'so its artifacts are not reused: delete that file and rerun (prepare records the workdir again and reuses '
+        'only the artifacts built from these documents), or pass another workdir')
+    assert (work / 'prepare.json').read_bytes() == data
+
+
+def test_a_folder_at_the_manifests_name_is_left_as_it_is(tmp_path):
+    work = tmp_path / 'w'
+    (work / 'prepare.json').mkdir(parents=True)
+    (work / 'prepare.json' / 'mine.txt').write_text('mine')
+    with pytest.raises(FileExistsError, match=r'prepare.json is not a file, where prepare records which documents'):
+        _check_workdir(work, FP, 'tiny')
+    assert _listing(work) == ['prepare.json']  # no lock, no temporary left
+    assert (work / 'prepare.json' / 'mine.txt').read_text() == 'mine'
 
 
 @pytest.mark.parametrize(('stored', 'owned'), [
