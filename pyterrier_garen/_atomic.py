@@ -541,7 +541,7 @@ def open_no_follow(path: Union[str, Path], mode: str = 'at'):
 
 def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> None:
     """Replace one file atomically: a fresh ``O_EXCL`` temporary beside it, fsync, rename (a link is replaced,
-    never followed)."""
+    never followed; a folder at ``path`` is an :class:`ArtifactKindError` naming it, left as it is)."""
     path = Path(path)
     with resource_errors(path):
         fd, tmp = tempfile.mkstemp(prefix=f'.{path.name}.', suffix='.tmp', dir=path.parent)
@@ -552,7 +552,11 @@ def atomic_write(path: Union[str, Path], data: Union[str, bytes]) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            os.replace(tmp, path)
+            try:
+                os.replace(tmp, path)
+            except IsADirectoryError:  # named by its temporary otherwise
+                raise ArtifactKindError(f'{path} is a folder where this file is written; it is left untouched: move '
+                                        'it away and rerun, or choose another path') from None
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp)

@@ -568,6 +568,20 @@ def test_atomic_write_error_after_the_rename_is_raised_as_it_is(tmp_path, monkey
     assert os.listdir(tmp_path) == ['data.json']
 
 
+@pytest.mark.parametrize('writer', [lambda path: atomic.atomic_write(path, 'x'),
+                                    lambda path: atomic.write_json(path, {'a': 1})])
+def test_atomic_write_over_a_folder_names_it_and_leaves_it(tmp_path, writer):
+    path = tmp_path / 'summaries.jsonl'
+    path.mkdir()
+    (path / 'mine.txt').write_text('mine')
+    with pytest.raises(atomic.ArtifactKindError) as info:
+        writer(path)
+    assert str(info.value) == (f'{path} is a folder where this file is written; it is left untouched: move it away '
+                               'and rerun, or choose another path')
+    assert os.listdir(tmp_path) == ['summaries.jsonl']  # no temporary left
+    assert (path / 'mine.txt').read_text() == 'mine'
+
+
 def test_atomic_write_refused_names_the_target(tmp_path, monkeypatch):
     import tempfile
 
