@@ -20,7 +20,7 @@ import os
 import shutil
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -362,8 +362,29 @@ class ChunkStore:
     def file(self, chunk: int) -> Path:
         return self.folder / f'chunk-{chunk:06d}.npy'
 
-    def done(self, chunk: int) -> bool:
-        return self.file(chunk).is_file()
+    def done(self, chunk: int, rows: Optional[int] = None) -> bool:
+        """Whether ``chunk`` is on disk; with ``rows``, also readable as ``rows`` float32 vectors: a damaged chunk
+        (truncated, overwritten, another shape) is removed with a warning naming it, to be encoded again."""
+        file = self.file(chunk)
+        if not file.is_file():
+            return False
+        if rows is None:
+            return True
+        from ._atomic import resource_error
+        try:
+            vecs = self.read(chunk)
+            problem = None if vecs.ndim == 2 and len(vecs) == rows and vecs.dtype == np.float32 else \
+                f'a {vecs.dtype} array of shape {vecs.shape}, not {rows} float32 vectors'
+        except Exception as ex:  # numpy's parsers raise ValueError, EOFError, tokenize.TokenError, ...
+            if resource_error(ex, file, 'read') is not ex:
+                raise resource_error(ex, file, 'read') from None
+            problem = f'{type(ex).__name__}: {ex}'
+        if problem is None:
+            return True
+        warnings.warn(f'{file} is damaged ({problem}); it is removed and its {rows} documents are encoded again',
+                      stacklevel=3)
+        file.unlink()
+        return False
 
     def write(self, chunk: int, vecs: np.ndarray) -> None:
         import io
@@ -446,7 +467,7 @@ def encode_chunked(docs: Sequence[Dict[str, str]], path, *, encoder=None, batch_
                 'order_sha256': hashlib.sha256(order.astype('<i8').tobytes()).hexdigest()}
     store = ChunkStore(path, manifest)
     chunks = [order[i:i + chunk] for i in range(0, len(order), chunk)]
-    todo = [c for c in range(len(chunks)) if not store.done(c)]
+    todo = [c for c in range(len(chunks)) if not store.done(c, len(chunks[c]))]  # a damaged one again
     bar = None
     if verbose:
         import pyterrier as pt

@@ -1,5 +1,7 @@
 """Encoders of the user's choice and encoding that resumes (issue 19), on tiny locally built BERT models (no
 download) and the synthetic collection (no shared data needed)."""
+import io
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +150,32 @@ def test_interrupted_encoding_resumes_byte_identical(collection, sbert_folder, t
     assert not partial_dir(path).exists()
     assert len(index) == 128
     assert {p.name for p in tmp_path.iterdir()} == {'whole.flex', 'v.flex'}  # nothing left beside
+
+
+@pytest.mark.parametrize('damage', ['truncated', 'empty', 'garbage', 'header', 'fewer rows'])
+def test_a_damaged_chunk_is_encoded_again_byte_identical(collection, sbert_folder, tmp_path, monkeypatch, damage):
+    monkeypatch.setattr(encoding, 'CHUNK', 16)  # 128 documents: 8 chunks
+    base = pyterrier_dr.SBertBiEncoder(str(sbert_folder))
+    whole = encode_corpus(collection, tmp_path / 'whole.flex', encoder=Interrupting(base), verbose=False)
+    path = tmp_path / 'v.flex'
+    with pytest.raises(KeyboardInterrupt):
+        encode_corpus(collection, path, encoder=Interrupting(base, fail_at=4), verbose=False)
+    chunk = partial_dir(path) / 'chunk-000001.npy'
+    data = chunk.read_bytes()
+    if damage == 'fewer rows':  # a valid array of 15 vectors, not 16: used to fail with an IndexError
+        np.save(chunk, np.load(io.BytesIO(data))[:15])
+    else:  # used to stop with numpy's error naming no file ("mmap length is greater than file size")
+        chunk.write_bytes({'truncated': data[:len(data) // 2], 'empty': b'',
+                           'garbage': b'\x93NUMPY' + b'x' * 200,
+                           'header': data[:10] + b'x' * 30 + data[40:]}[damage])  # was numpy's traceback
+    second = Interrupting(base)
+    with pytest.warns(UserWarning, match=re.escape(f'{chunk} is damaged (') + '.*' +
+                      re.escape('); it is removed and its 16 documents are encoded again')):
+        encode_corpus(collection, path, encoder=second, verbose=False)
+    assert second.calls == 6  # the damaged chunk and the 5 not finished
+    for name in ('vecs.f4', 'docnos.npids', 'pt_meta.json'):
+        assert (path / name).read_bytes() == (Path(whole.index_path) / name).read_bytes(), name
+    assert not partial_dir(path).exists()
 
 
 def test_chunks_of_another_encoder_are_not_reused(collection, sbert_folder, hf_folder, tmp_path, monkeypatch):

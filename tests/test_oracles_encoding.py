@@ -461,6 +461,33 @@ def test_a_chunk_holding_a_pickle_is_never_loaded(tmp_path):
         store.read(0)
 
 
+@pytest.mark.parametrize(('data', 'problem'), [
+    (b'', 'EOFError: No data left in file'),
+    (b'\x93NUMPY\x01\x00', 'ValueError: EOF: reading array header length, expected 2 bytes got 0'),
+    (None, 'a float32 array of shape (1, 2), not 2 float32 vectors'),
+    (b'\x93NUMPY\x01\x00\x06\x00{{{{{\n', "TokenError: ('EOF in multi-line statement', (2, 0))"),  # a traceback
+])
+def test_a_damaged_chunk_is_not_done_and_is_removed(tmp_path, data, problem):
+    store = ChunkStore(tmp_path / 'v.flex', MANIFEST)
+    store.write(0, np.array([[1, 2]]))
+    if data is not None:
+        store.file(0).write_bytes(data)
+    with pytest.warns(UserWarning, match='is damaged') as told:
+        assert not store.done(0, 2)
+    assert [str(w.message) for w in told] == [f'{store.file(0)} is damaged ({problem}); it is removed and its 2 '
+                                              'documents are encoded again']
+    assert sorted(p.name for p in store.folder.iterdir()) == ['encoding.json']
+    assert not store.done(0)
+
+
+def test_a_whole_chunk_is_done_without_a_warning(tmp_path, recwarn):
+    store = ChunkStore(tmp_path / 'v.flex', MANIFEST)
+    store.write(0, np.array([[1, 2], [3, 4]]))
+    assert store.done(0, 2)
+    assert store.done(0)
+    assert not recwarn.list
+
+
 @pytest.mark.parametrize('marker', ['{"encoder": "other"}', 'not json', '[1, 2]'])
 def test_chunks_of_another_encoding_are_dropped(tmp_path, marker):
     folder = tmp_path / 'v.flex.partial'
