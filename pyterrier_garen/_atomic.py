@@ -169,6 +169,8 @@ def check_target(path: Path, kind: Tuple[str, str], *, overwrite: bool) -> bool:
     found = _kind(read_meta(path))
     if found != tuple(kind):
         what = 'no pt_meta.json' if found is None else f'a {found[0]}.{found[1]} artifact'
+        if found is None and (path / 'pt_meta.json').is_file() and not (path / 'pt_meta.json').is_symlink():
+            what = 'its pt_meta.json is damaged: not a JSON object'  # not "no pt_meta.json": the file is there
         if found is None and not any(path.iterdir()):
             return True  # an empty folder holds nothing to lose
         raise ArtifactKindError(f'{path} already exists and is not a {kind[0]}.{kind[1]} artifact ({what}); it is '

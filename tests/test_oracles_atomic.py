@@ -237,6 +237,25 @@ def test_check_target_says_whether_there_is_something_to_replace(tmp_path):
 # ---- backups, recover, clean_stale
 
 
+@pytest.mark.parametrize(('meta', 'what'), [
+    (None, 'no pt_meta.json'),
+    (b'{"type": "test_art', 'its pt_meta.json is damaged: not a JSON object'),  # was "no pt_meta.json" too
+    (b'\xf6\x00', 'its pt_meta.json is damaged: not a JSON object'),
+    (b'[1]', 'its pt_meta.json is damaged: not a JSON object'),
+])
+def test_check_target_tells_a_damaged_pt_meta_from_none(tmp_path, meta, what):
+    path = tmp_path / 'a'
+    path.mkdir()
+    (path / 'edges.u32.np').write_bytes(b'data')
+    if meta is not None:
+        (path / 'pt_meta.json').write_bytes(meta)
+    with pytest.raises(atomic.ArtifactKindError) as refused:
+        atomic.check_target(path, KIND, overwrite=True)
+    assert str(refused.value) == (f'{path} already exists and is not a test_artifact.v1 artifact ({what}); it is '
+                                  'left untouched: choose another output path or move it away')
+    assert (path / 'edges.u32.np').read_bytes() == b'data'
+
+
 def test_backups_are_old_folders_holding_an_artifact_newest_first(tmp_path):
     path = tmp_path / 'g'
     older = _leftover(path, 'zzzzzzzz', 'old', backup='older')  # the larger name is the older one
