@@ -82,6 +82,9 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str,
     :func:`_check_manifest`). Returns whether prepare created the workdir (then it owns every folder at an
     artifact's name in it).
     """
+    if workdir.exists() and not workdir.is_dir():  # named, not its .prepare.lock ("not a directory")
+        raise FileExistsError(f'{workdir} is a file, not a work folder; it is left untouched: pass a folder (or a '
+                              'path that does not exist yet) as the workdir')
     manifest = workdir / MANIFEST
     if manifest.is_file():  # read without a lock (written atomically): a finished workdir may be read-only
         return _check_manifest(manifest, workdir, fingerprint, earlier)

@@ -301,6 +301,15 @@ def test_a_damaged_manifest_is_named_as_damaged(tmp_path, data):
     assert (work / 'prepare.json').read_bytes() == data
 
 
+def test_a_workdir_that_is_a_file_is_named(tmp_path):
+    (tmp_path / 'w').write_text('mine')
+    with pytest.raises(FileExistsError) as refused:
+        _check_workdir(tmp_path / 'w', FP, 'tiny')
+    assert str(refused.value) == (f'{tmp_path / "w"} is a file, not a work folder; it is left untouched: pass a '
+                                  'folder (or a path that does not exist yet) as the workdir')
+    assert (tmp_path / 'w').read_text() == 'mine'
+
+
 def test_a_folder_at_the_manifests_name_is_left_as_it_is(tmp_path):
     work = tmp_path / 'w'
     (work / 'prepare.json').mkdir(parents=True)
