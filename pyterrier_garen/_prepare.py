@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -103,7 +104,7 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str,
                                 'beside it)')
     import fcntl
 
-    from ._atomic import resource_errors, write_json
+    from ._atomic import _check_lock_file, resource_errors, write_json
     with resource_errors(workdir, 'prepare'):
         try:
             workdir.mkdir(parents=True)
@@ -111,8 +112,16 @@ def _check_workdir(workdir: Path, fingerprint: str, name: str,
         except FileExistsError:
             made = False
         lock = workdir / LOCK
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
         try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as ex:
+            if ex.errno not in (errno.EISDIR, errno.ELOOP):
+                raise
+            what = 'a folder' if ex.errno == errno.EISDIR else 'a symbolic link'
+            raise ArtifactKindError(f'{lock} is {what}, where the (empty) lock of {manifest} goes; it is left '
+                                    'untouched: move it away, or choose another workdir') from None
+        try:
+            _check_lock_file(fd, lock, manifest)  # a file with content is the user's: never locked nor removed
             fcntl.flock(fd, fcntl.LOCK_EX)  # a prepare started at the same moment records the workdir first
             if manifest.is_file():  # written by a prepare that held the lock first; its lock file is not needed now
                 with contextlib.suppress(FileNotFoundError):

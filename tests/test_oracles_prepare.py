@@ -301,6 +301,29 @@ def test_a_damaged_manifest_is_named_as_damaged(tmp_path, data):
     assert (work / 'prepare.json').read_bytes() == data
 
 
+@pytest.mark.parametrize('kind', ['content', 'folder', 'link'])
+def test_a_prepare_lock_of_the_users_is_refused_and_kept(tmp_path, kind):
+    """Every lock of the package is an empty file: what else is at .prepare.lock is the user's (was deleted)."""
+    work = tmp_path / 'w'
+    work.mkdir()
+    lock = work / '.prepare.lock'
+    if kind == 'content':
+        lock.write_text('my notes')
+        what = 'a file of 8 bytes, where the (empty) build lock of'
+    elif kind == 'folder':
+        lock.mkdir()
+        what = 'a folder, where the (empty) lock of'
+    else:
+        lock.symlink_to(tmp_path / 'elsewhere')
+        what = 'a symbolic link, where the (empty) lock of'
+    with pytest.raises(FileExistsError) as refused:
+        _check_workdir(work, FP, 'tiny')
+    assert str(refused.value).startswith(f'{lock} is {what} {work / "prepare.json"} goes; it is left untouched: '
+                                         'move it away, or choose another')
+    assert _listing(work) == ['.prepare.lock']  # no manifest written: the workdir is not claimed
+    assert lock.read_text() == 'my notes' if kind == 'content' else lock.is_dir() or lock.is_symlink()
+
+
 def test_a_workdir_that_is_a_file_is_named(tmp_path):
     (tmp_path / 'w').write_text('mine')
     with pytest.raises(FileExistsError) as refused:
