@@ -109,6 +109,7 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
             if not diff and same_graph:
                 other = _other_input(path, existing, weights, given, order)
                 if other is None:
+                    _check_stored_weights(path, existing)
                     _warn_if_other_version(path, existing, labels is None)
                     return path
                 raise FileExistsError(f'{path} already holds a GroupCorpusGraph of this graph, built from {other}; '
@@ -238,6 +239,23 @@ def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
         raise ValueError(f'weights{list(at)} = {float(weights[at]):g} does not fit the artifact\'s float16 weights '
                          f'(at most 65504 in size: {count} of {weights.size} weights are larger); rescale '
                          'them (e.g. divide by the largest) and build again')
+
+
+def _check_stored_weights(path: Path, meta: Dict[str, Any]) -> None:
+    """Before a reuse: the weights on disk must be those the record names (``weights_sha256``), or a file damaged at
+    its own size (a flipped byte) is reused as if it were the graph's."""
+    from ._atomic import resource_errors
+    from ._checks import ArtifactError
+    stored = meta.get('weights_sha256')
+    if stored is None:  # an artifact from before the record: _other_input compared the stored weights themselves
+        return
+    file = path / 'weights.f16.np'
+    with resource_errors(file, 'read'):
+        digest = hashlib.sha256(file.read_bytes()).hexdigest()
+    if digest != stored:
+        raise ArtifactError(f'{file} differs from what was built (weights_sha256 in pt_meta.json): the file is '
+                            'damaged or was replaced; rebuild the groups with overwrite=True (build-groups '
+                            f'--overwrite), or delete {path} and rerun prepare')
 
 
 def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:

@@ -66,6 +66,23 @@ def test_own_kind_replaced_only_when_asked(built, tmp_path):
     assert built.meta['partition']['resolution'] == 1.0
 
 
+def test_weights_damaged_at_their_size_are_not_reused(built, tmp_path):
+    """A flipped byte keeps every size right: a reuse used to take the file as the graph's weights."""
+    file = tmp_path / 'g' / 'weights.f16.np'
+    data = bytearray(file.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    file.write_bytes(bytes(data))
+    with pytest.raises(ArtifactError) as refused:
+        _build(tmp_path / 'g')
+    assert str(refused.value) == (f'{file} differs from what was built (weights_sha256 in pt_meta.json): the file is '
+                                  'damaged or was replaced; rebuild the groups with overwrite=True (build-groups '
+                                  f'--overwrite), or delete {tmp_path / "g"} and rerun prepare')
+    assert file.read_bytes() == bytes(data)  # left as it is
+    again = _build(tmp_path / 'g', overwrite=True)
+    assert again.validate()['ok']
+    assert _build(tmp_path / 'g').path == again.path  # reused as it is once whole
+
+
 def test_failed_rebuild_keeps_the_old_artifact(built, tmp_path, monkeypatch):
     import pyterrier_garen._group_builder as builder
     before = (tmp_path / 'g' / 'pt_meta.json').read_text()
