@@ -156,8 +156,8 @@ def _check_manifest(manifest: Path, workdir: Path, fingerprint: str,
     if not isinstance(stored, dict) or not {'corpus_sha256', 'collection_sha256'} & set(stored):
         raise FileExistsError(
             f'{manifest} is damaged (not the JSON record of the documents this workdir was prepared for), so its '
-            'artifacts are not reused: delete that file and rerun (prepare records the workdir again and reuses '
-            'only the artifacts built from these documents), or pass another workdir')
+            'artifacts are not reused: if the workdir was prepared for these documents, delete that file and rerun '
+            '(prepare records it again and reuses what it holds); otherwise pass another workdir')
     if 'corpus_sha256' in stored:
         same = stored['corpus_sha256'] == fingerprint
         recorded = stored['corpus_sha256']

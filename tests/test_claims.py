@@ -190,7 +190,8 @@ def test_sweep_verdict_command(tmp_path, capsys):
     assert '0 of 4 rows never fall' in text
     assert '1 of 2 cells hold' in text
     assert '| 100 | sigma=1 | nDCG@10 | B1 | 0.5950 | 0.6350 | +0.0400 | yes |' in text
-    assert 'rises on 0 of 0 collections' in text
+    assert 'skipped: no collection has S at budget 100 with both sigma 2 and sigma 0.25 (the CSVs hold budgets 100 ' \
+        '200 and sigmas 1; see --response-budget, --weak, --strong)' in text  # was 'rises on 0 of 0 collections'
     assert pd.read_csv(out_dir / 'margins.csv').shape[0] == 2
     with pytest.raises(SystemExit, match='no rows of GAREN\\+'):
         script.main([f'a={a}'])

@@ -296,8 +296,8 @@ def test_a_damaged_manifest_is_named_as_damaged(tmp_path, data):
         _check_workdir(work, FP, 'tiny')
     assert str(refused.value) == (
         f'{work / "prepare.json"} is damaged (not the JSON record of the documents this workdir was prepared for), '
-        'so its artifacts are not reused: delete that file and rerun (prepare records the workdir again and reuses '
-        'only the artifacts built from these documents), or pass another workdir')
+        'so its artifacts are not reused: if the workdir was prepared for these documents, delete that file and '
+        'rerun (prepare records it again and reuses what it holds); otherwise pass another workdir')
     assert (work / 'prepare.json').read_bytes() == data
 
 
