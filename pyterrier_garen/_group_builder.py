@@ -107,9 +107,9 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
             same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
             diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
             if not diff and same_graph:
+                _check_reused(path)  # a damaged file is named as such, not taken for another input
                 other = _other_input(path, existing, weights, given, order)
                 if other is None:
-                    _check_stored_weights(path, existing)
                     _warn_if_other_version(path, existing, labels is None)
                     return path
                 raise FileExistsError(f'{path} already holds a GroupCorpusGraph of this graph, built from {other}; '
@@ -241,21 +241,17 @@ def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
                          'them (e.g. divide by the largest) and build again')
 
 
-def _check_stored_weights(path: Path, meta: Dict[str, Any]) -> None:
-    """Before a reuse: the weights on disk must be those the record names (``weights_sha256``), or a file damaged at
-    its own size (a flipped byte) is reused as if it were the graph's."""
-    from ._atomic import resource_errors
+def _check_reused(path: Path) -> None:
+    """Before a reuse: the files on disk must be what was built, or a file damaged at its own size (a flipped byte
+    in the weights, the members or ``group_of``) is reused as if it were the artifact's: every check of
+    :meth:`GroupCorpusGraph.validate` but the summaries' (they have their own reader)."""
     from ._checks import ArtifactError
-    stored = meta.get('weights_sha256')
-    if stored is None:  # an artifact from before the record: _other_input compared the stored weights themselves
-        return
-    file = path / 'weights.f16.np'
-    with resource_errors(file, 'read'):
-        digest = hashlib.sha256(file.read_bytes()).hexdigest()
-    if digest != stored:
-        raise ArtifactError(f'{file} differs from what was built (weights_sha256 in pt_meta.json): the file is '
-                            'damaged or was replaced; rebuild the groups with overwrite=True (build-groups '
-                            f'--overwrite), or delete {path} and rerun prepare')
+    from ._group_graph import GroupCorpusGraph
+    try:
+        GroupCorpusGraph(path).validate(summaries=False)
+    except ArtifactError as ex:
+        raise ArtifactError(f'{ex}; rebuild the groups with overwrite=True (build-groups --overwrite), or delete '
+                            f'{path} and rerun prepare') from None
 
 
 def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:

@@ -74,13 +74,35 @@ def test_weights_damaged_at_their_size_are_not_reused(built, tmp_path):
     file.write_bytes(bytes(data))
     with pytest.raises(ArtifactError) as refused:
         _build(tmp_path / 'g')
-    assert str(refused.value) == (f'{file} differs from what was built (weights_sha256 in pt_meta.json): the file is '
-                                  'damaged or was replaced; rebuild the groups with overwrite=True (build-groups '
-                                  f'--overwrite), or delete {tmp_path / "g"} and rerun prepare')
+    assert str(refused.value) == (f'{tmp_path / "g"} failed validation: weights.f16.np differs from what was built '
+                                  '(weights_sha256 in pt_meta.json); the file was replaced or tampered with; rebuild '
+                                  'the groups with overwrite=True (build-groups --overwrite), or delete '
+                                  f'{tmp_path / "g"} and rerun prepare')
     assert file.read_bytes() == bytes(data)  # left as it is
     again = _build(tmp_path / 'g', overwrite=True)
     assert again.validate()['ok']
     assert _build(tmp_path / 'g').path == again.path  # reused as it is once whole
+
+
+@pytest.mark.parametrize(('name', 'said'), [
+    ('group_of.u32.np', '1 members are listed in a group that group_of.u32.np disagrees with (e.g. document 0 is '
+                        'listed in group 0, but group_of says 1)'),
+    ('group_members.u32.np', 'group_members.u32.np lists some documents twice and others not at all'),
+    ('edges.u32.np', 'docnos.npids or edges.u32.np differ from what was built (graph_sha256 in pt_meta.json); the '
+                     'files were replaced or tampered with')])
+def test_group_files_damaged_at_their_size_are_not_reused(built, tmp_path, name, said):
+    # a valid id put in another's place keeps every size and range right; show --validate found it, a reuse did not
+    file = tmp_path / 'g' / name
+    ids = np.fromfile(file, dtype='<u4')
+    ids[0] = 1 if name == 'group_of.u32.np' else ids[1]  # document 0 (of group 0) said to be in group 1; or a twin
+    if name == 'edges.u32.np':
+        ids[0] = (ids[0] + 7) % N
+    ids.tofile(file)
+    with pytest.raises(ArtifactError) as refused:
+        _build(tmp_path / 'g')
+    assert str(refused.value) == (f'{tmp_path / "g"} failed validation: {said}; rebuild the groups with '
+                                  f'overwrite=True (build-groups --overwrite), or delete {tmp_path / "g"} and rerun '
+                                  'prepare')
 
 
 def test_failed_rebuild_keeps_the_old_artifact(built, tmp_path, monkeypatch):
