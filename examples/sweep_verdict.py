@@ -195,9 +195,6 @@ def main(argv=None):
     print(f'**2. {args.system} against the best baseline (mean over {len(collections)} collections)**\n')
     if absent:  # e.g. a sweep of one system, read for tables 1 and 3
         print(f'skipped: no rows of {", ".join(absent)} in the CSVs\n')
-    elif len(margins) == 0:
-        budgets = ' '.join(map(str, sorted(set(table.budget))))
-        print(f'skipped: {why_empty or f"no budget of --margin-budgets in the CSVs (they hold {budgets})"}\n')
     else:
         per = [c for c in margins.columns if c.startswith('delta:')]
         interval = ['low', 'high'] if perquery is not None else []
