@@ -20,11 +20,11 @@ completion tokens).
 from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, UsageStats, generate_each,
                     no_information, redact, resolve_api_key, softmax_yes, truncate_each, usable_logprob, yes_no_each)
 from ._tokens import ServerTokenizer, render_chat, split_prefill
-from ._openai import DeadlineExceeded, InvalidResponseError, OpenAIEngine, RequestRefused
+from ._openai import DeadlineExceeded, InvalidResponseError, ModelNotServed, OpenAIEngine, RequestRefused
 from ._transformers import TransformersEngine
 from ._vllm import VLLMEngine
 
 __all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', 'TransformersEngine', 'Conversation',
            'Secret', 'generate_each', 'yes_no_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill',
-           'softmax_yes', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'truncate_each',
-           'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information']
+           'softmax_yes', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'ModelNotServed',
+           'truncate_each', 'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information']

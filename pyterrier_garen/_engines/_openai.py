@@ -6,6 +6,7 @@ import importlib
 import itertools
 import json
 import math
+import re
 import threading
 import time
 import warnings
@@ -18,7 +19,8 @@ from ._base import (AccessRefused, Conversation, Engine, Generation, _require, n
                     softmax_yes, usable_logprob)
 from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
-__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'RequestFailed']
+__all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'RequestFailed',
+           'ModelNotServed']
 
 # greedy decoding, said in full: a server applies the model's generation_config.json to whatever a request leaves out
 _GREEDY = {'temperature': 0.0, 'top_p': 1.0, 'presence_penalty': 0.0, 'frequency_penalty': 0.0}
@@ -37,6 +39,21 @@ class InvalidResponseError(RuntimeError):
 
 class DeadlineExceeded(TimeoutError):
     """A request took longer than its overall deadline."""
+
+
+class ModelNotServed(AccessRefused):
+    """The server answered HTTP 404 because it does not serve the model asked for (a wrong model name): every
+    request of the run would fail the same way, so the run stops at once, as for a refused key (status 1)."""
+
+
+def _names_missing_model(ex: BaseException, model: str) -> bool:
+    """Whether a 404 says that ``model`` does not exist (vLLM: "The model `m` does not exist."; OpenAI:
+    ``model_not_found``), as opposed to a path the server does not have."""
+    text = str(ex).lower()
+    if 'model_not_found' in text:
+        return True
+    named = re.search(rf'(?<![\w./-]){re.escape(str(model).lower())}(?![\w./-])', text) is not None
+    return named and 'model' in text and ('not exist' in text or 'not found' in text)
 
 
 class RequestFailed(RuntimeError):
@@ -265,7 +282,7 @@ class OpenAIEngine(Rebuildable, Engine):
             try:
                 return client.post(f'{root}{path}', cast_to=object, body=body)
             except openai.APIStatusError as ex:
-                if ex.status_code in (404, 405, 501):
+                if ex.status_code in (404, 405, 501) and not _names_missing_model(ex, self.model):
                     return None
                 raise
         return self._request(call, completion=False)
@@ -308,6 +325,11 @@ class OpenAIEngine(Rebuildable, Engine):
             except openai.APIError as ex:
                 message = f'request to {self._urls[index]} was refused ({type(ex).__name__}: {str(ex)[:300]})'
                 refused = RequestRefused if isinstance(ex, openai.BadRequestError) else False
+                if isinstance(ex, openai.NotFoundError) and _names_missing_model(ex, self.model):
+                    message += (f'; the server does not serve the model {self.model!r}, so no retry can fix this and '
+                                f'the run stops: pass the name it lists at {self._urls[index]}/models (vllm serve '
+                                '--served-model-name NAME sets it)')
+                    refused = ModelNotServed
             if message is not None:  # raised outside the handler: the original (which may quote the key) is dropped
                 raise (refused or RequestFailed)(redact(message, self._key))
             time.sleep(delay)
