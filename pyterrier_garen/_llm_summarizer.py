@@ -160,8 +160,15 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
         too large for 48 tokens per document shows its first documents only. The whole prompt is then counted with
         the engine's tokenizer and the share lowered until it fits (identifiers, titles and separators included).
         """
-        limit = self.engine.context_length - self.max_tokens - int(reserve)
+        context = self.engine.context_length
+        limit = context - self.max_tokens - int(reserve)
         overhead = self.engine.count_conversation_tokens(self.template.messages(n=len(docs), docs=''))
+        if not reserve and limit - overhead < 8:  # every request would be refused: say why once, not per group
+            raise ValueError(f'{self!r}: the summary prompt takes {overhead} tokens before any document and '
+                             f'max_tokens={self.max_tokens} are kept for the answer, more than the engine\'s context '
+                             f'of {context} tokens holds; lower max_tokens= or serve the model with a context of at '
+                             f'least {overhead + self.max_tokens + 48 * max(1, len(docs))} tokens (vllm serve '
+                             '--max-model-len)')
         room = max(40, limit - overhead)
         shown = list(docs)
         if room // max(1, len(shown)) < 48:

@@ -298,9 +298,9 @@ def test_below_eight_tokens_a_document_keeps_eight():
     engine._context_length = _overhead(engine, 1) + 100 + 20
     [body] = _bodies(LLMSummarizer(engine, max_tokens=100, max_doc_tokens=5).conversation(_docs(1, 30)))
     assert len(body.split()) == 8
-    engine._context_length = _overhead(engine, 1) + 100 + 2  # no room at all: still 8 (the engine will refuse)
-    [body] = _bodies(LLMSummarizer(engine, max_tokens=100).conversation(_docs(1, 30)))
-    assert len(body.split()) == 8
+    engine._context_length = _overhead(engine, 1) + 100 + 2  # no room for 8: one error, not a refused request
+    with pytest.raises(ValueError, match='lower max_tokens= or serve the model with a context of at least'):
+        LLMSummarizer(engine, max_tokens=100).conversation(_docs(1, 30))
 
 
 def test_titles_and_identifiers_in_the_prompt():
