@@ -174,6 +174,7 @@ class OpenAIEngine(Rebuildable, Engine):
         self.chat_template_kwargs = chat_template_kwargs
         self.top_logprobs = top_logprobs
         self._context_length = context_length
+        self._context_unread = False
         self._tok = tokenizer
         if isinstance(tokenizer, str):
             self._tok = load_tokenizer(tokenizer, 'OpenAIEngine(tokenizer=...)')
@@ -200,13 +201,19 @@ class OpenAIEngine(Rebuildable, Engine):
     @property
     def context_length(self) -> int:
         if self._context_length is None:
-            self._context_length = self._ask_context_length()
+            value = self._ask_context_length()
+            if self._context_unread:  # the request failed: 8192 for now, the server is asked again next time
+                return value
+            self._context_length = value
         return self._context_length
 
     def _ask_context_length(self) -> int:
         """The server's ``max_model_len`` for the model (vLLM lists it with the models), through the same retries
         and overall deadline as every request; a value that is not a positive integer, a model the server does not
-        list or a failed request gives 8192 with a warning. A refused key (401/403) stops the run."""
+        list or a failed request gives 8192 with a warning. A refused key (401/403) stops the run. Only the answers
+        are kept: after a failed request (a server not up yet, restarting) the next use asks again, so that an
+        engine made before its server started does not size every prompt for 8192 tokens for good."""
+        self._context_unread = False
         fallback = 'assuming 8192 tokens; pass context_length= to say it'
         url = self._urls[0]
         try:
@@ -215,6 +222,7 @@ class OpenAIEngine(Rebuildable, Engine):
         except AccessRefused:
             raise
         except Exception as ex:  # noqa: BLE001 - said, and the documented fallback is used
+            self._context_unread = True
             warnings.warn(f'{self!r}: could not read the context length of {self.model!r} from {url}/models '
                           f'({redact(str(ex), self._key)[:300]}); {fallback}', stacklevel=3)
             return 8192
