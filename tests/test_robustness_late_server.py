@@ -17,7 +17,14 @@ def test_a_failed_context_length_request_is_asked_again_once_the_server_answers(
         engine = OpenAIEngine(server.url, 'fake-model', max_retries=0, timeout=10)
         with pytest.warns(UserWarning, match='could not read the context length .* assuming 8192 tokens'):
             assert engine.context_length == 8192
+        failed = len(server.gets)
         server.models = None  # the server is up
+        # within context_retry_s of the failure the guess stands without a request (a server without a models
+        # list would be asked at every prompt)
+        assert engine.context_length == 8192
+        assert len(server.gets) == failed
+        engine.context_retry_s = 0.0
+        engine._context_retry_at = 0.0  # as when the time has passed
         assert engine.context_length == 1024
         asked = len(server.gets)
         assert engine.context_length == 1024  # an answer is kept: not asked again

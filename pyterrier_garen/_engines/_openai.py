@@ -175,6 +175,7 @@ class OpenAIEngine(Rebuildable, Engine):
         self.top_logprobs = top_logprobs
         self._context_length = context_length
         self._context_unread = False
+        self._context_retry_at: Optional[float] = None
         self._tok = tokenizer
         if isinstance(tokenizer, str):
             self._tok = load_tokenizer(tokenizer, 'OpenAIEngine(tokenizer=...)')
@@ -198,11 +199,18 @@ class OpenAIEngine(Rebuildable, Engine):
         return openai.OpenAI(**where, api_key=self._key.reveal(), timeout=self.timeout, max_retries=0)
 
     # ---- tokens
+    #: seconds after a failed context-length request during which 8192 is assumed without asking again (a server
+    #: without a models list would otherwise be asked at every prompt)
+    context_retry_s = 30.0
+
     @property
     def context_length(self) -> int:
         if self._context_length is None:
+            if self._context_retry_at is not None and time.monotonic() < self._context_retry_at:
+                return 8192  # the last request failed moments ago: the guess it warned about, until the next try
             value = self._ask_context_length()
-            if self._context_unread:  # the request failed: 8192 for now, the server is asked again next time
+            if self._context_unread:  # the request failed: 8192 for now, the server is asked again later
+                self._context_retry_at = time.monotonic() + float(self.context_retry_s)
                 return value
             self._context_length = value
         return self._context_length
@@ -211,8 +219,9 @@ class OpenAIEngine(Rebuildable, Engine):
         """The server's ``max_model_len`` for the model (vLLM lists it with the models), through the same retries
         and overall deadline as every request; a value that is not a positive integer, a model the server does not
         list or a failed request gives 8192 with a warning. A refused key (401/403) stops the run. Only the answers
-        are kept: after a failed request (a server not up yet, restarting) the next use asks again, so that an
-        engine made before its server started does not size every prompt for 8192 tokens for good."""
+        are kept: after a failed request (a server not up yet, restarting) a use at least ``context_retry_s``
+        seconds later asks again, so that an engine made before its server started does not size every prompt for
+        8192 tokens for good."""
         self._context_unread = False
         fallback = 'assuming 8192 tokens; pass context_length= to say it'
         url = self._urls[0]
