@@ -433,35 +433,30 @@ def test_queries_none_of_which_is_judged_fail_before_anything_is_built(collectio
     folder = tmp_path / 'collection'
     shutil.copytree(root / 'collection', folder)
     good = (folder / 'qrels.txt').read_text()
+
+    def refused(message, **options):
+        with pytest.raises(ValueError, match=message):
+            garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
+                          reranker=SPEC, systems=['BM25'], **options)
+        assert not (tmp_path / 'work').exists()
+
     (folder / 'qrels.txt').write_text(''.join(f'0{line}\n' for line in good.splitlines()))
-    with pytest.raises(ValueError, match=r"^compare: none of the 16 queries evaluated \(qid '1', \.\.\.\) has a "
-                                         r"judgement in the qrels \(e\.g\. '01', \.\.\.\), so nothing can be measured; "
-                                         r"check that the qrels name the queries by the qids of the queries file, "
-                                         r"exactly as written \('007' is not '7'\)$"):
-        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
-                      reranker=SPEC, systems=['BM25'])
-    assert not (tmp_path / 'work').exists()
+    refused(r"^compare: none of the 16 queries evaluated \(qid '1', \.\.\.\) has a judgement in the qrels \(e\.g\. "
+            r"'01', \.\.\.\), so nothing can be measured; check that the qrels name the queries by the qids of the "
+            r"queries file, exactly as written \('007' is not '7'\)$")
     # qrels whose every line excludes a document (label -100, as BRIGHT marks them) judge nothing: add judgements
     (folder / 'qrels.txt').write_text(''.join(line.rsplit(' ', 1)[0] + ' -100\n' for line in good.splitlines()))
-    with pytest.raises(ValueError, match=r"^compare: the qrels of LocalDataset\('[^']*/collection'\) hold no "
-                                         r"judgement to evaluate the 16 queries with \(a label of -100 excludes a "
-                                         r"document, it does not judge it\); add judgements \"qid 0 docno label\" "
-                                         r"for them$"):
-        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
-                      reranker=SPEC, systems=['BM25'])
-    assert not (tmp_path / 'work').exists()
+    refused(r"^compare: the qrels of LocalDataset\('[^']*/collection'\) hold no judgement to evaluate the 16 queries "
+            r"with \(a label of -100 excludes a document, it does not judge it\); add judgements \"qid 0 docno "
+            r"label\" for them$")
     # the first queries unjudged (queries.tsv holds more queries than the qrels judge): the fix is more of them
     (folder / 'qrels.txt').write_text(good)
     queries = (folder / 'queries.tsv').read_text()
     (folder / 'queries.tsv').write_text('u1\tocean\nu2\tlava\n' + queries)
-    with pytest.raises(ValueError, match=r"^compare: none of the 2 queries evaluated \(qid 'u1', \.\.\.\) has a "
-                                         r"judgement in the qrels \(e\.g\. '1', \.\.\.\), so nothing can be measured; "
-                                         r"they are the first 2 of the 18 queries, and 16 later ones are judged: "
-                                         r"evaluate more queries \(--queries, num_queries\) or put judged queries "
-                                         r"first$"):
-        garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work', budget=30, navigator='vote',
-                      reranker=SPEC, systems=['BM25'], num_queries=2)
-    assert not (tmp_path / 'work').exists()
+    refused(r"^compare: none of the 2 queries evaluated \(qid 'u1', \.\.\.\) has a judgement in the qrels \(e\.g\. "
+            r"'1', \.\.\.\), so nothing can be measured; they are the first 2 of the 18 queries, and 16 later ones "
+            r"are judged: evaluate more queries \(--queries, num_queries\) or put judged queries first$",
+            num_queries=2)
     # one judged query among them is enough: the unjudged ones are left out of the measures, as before
     table = garen.compare(garen.LocalDataset(folder), workdir=root / 'work', budget=30, navigator='vote',
                           reranker=SPEC, systems=['BM25'], num_queries=3)
