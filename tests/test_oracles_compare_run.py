@@ -426,6 +426,19 @@ def test_queries_without_a_relevant_document_are_warned_about(collection, tmp_pa
                       reranker=SPEC, systems=['BM25'])
 
 
+def test_one_query_not_judged_is_named_in_the_singular():
+    from types import SimpleNamespace
+
+    from pyterrier_garen._compare import check_some_query_judged
+    topics = pd.DataFrame({'qid': ['7'], 'query': ['sea']})
+    dataset = SimpleNamespace(get_topics=lambda: topics)  # its only query is the one evaluated
+    with pytest.raises(ValueError) as refused:
+        check_some_query_judged(topics, 1, pd.DataFrame({'qid': ['007'], 'docno': ['d'], 'label': [1]}), dataset)
+    assert str(refused.value) == ("compare: none of the 1 query evaluated (qid '7', ...) has a judgement in the qrels "
+                                  "(e.g. '007', ...), so nothing can be measured; check that the qrels name the "
+                                  "queries by the qids of the queries file, exactly as written ('007' is not '7')")
+
+
 def test_queries_none_of_which_is_judged_fail_before_anything_is_built(collection, tmp_path):
     # qrels naming the queries otherwise ('01' for '1'): pt.Experiment refused the run only after every offline
     # step and every system, with advice (filter_by_topics) that compare has no option for

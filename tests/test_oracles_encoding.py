@@ -488,6 +488,23 @@ def test_a_whole_chunk_is_done_without_a_warning(tmp_path, recwarn):
     assert not recwarn.list
 
 
+def test_a_chunk_the_file_system_refuses_to_read_is_named_and_kept(tmp_path, monkeypatch, recwarn):
+    # not a damaged chunk: the fix is the permissions, and the encoded vectors stay on disk
+    from pyterrier_garen._atomic import ResourceError
+    store = ChunkStore(tmp_path / 'v.flex', MANIFEST)
+    store.write(0, np.array([[1, 2], [3, 4]]))
+
+    def refused(chunk):
+        raise PermissionError(13, 'Permission denied', str(store.file(chunk)))
+    monkeypatch.setattr(store, 'read', refused)
+    with pytest.raises(ResourceError) as raised:
+        store.done(0, 2)
+    assert str(raised.value) == (f'cannot read {store.file(0)}: permission denied; check the permissions (ls -l) or '
+                                 'choose a folder you can read')
+    assert store.file(0).is_file()
+    assert not recwarn.list
+
+
 @pytest.mark.parametrize('marker', ['{"encoder": "other"}', 'not json', '[1, 2]'])
 def test_chunks_of_another_encoding_are_dropped(tmp_path, marker):
     folder = tmp_path / 'v.flex.partial'

@@ -286,6 +286,45 @@ def test_a_workdir_of_other_documents_is_refused_whichever_version_recorded_it(t
     assert str(refused.value) == _refusal(work, 'x', shown)
 
 
+def test_a_record_without_the_collections_name_is_refused_naming_it_unknown(tmp_path):
+    work = tmp_path / 'w'
+    work.mkdir()
+    (work / 'prepare.json').write_text(json.dumps({'corpus_sha256': OTHER, 'created': True}))
+    with pytest.raises(FileExistsError) as refused:
+        _check_workdir(work, FP, 'tiny')
+    assert str(refused.value) == _refusal(work, '?', '0123456789ab')
+
+
+@pytest.mark.parametrize(('meta', 'shown'), [({'type': 'sparse_index', 'format': 'pisa'}, 'sparse_index.pisa'),
+                                             ({'type': 'corpus_graph'}, 'corpus_graph.?')])
+def test_an_artifact_given_as_the_workdir_is_refused_naming_its_kind(tmp_path, meta, shown):
+    from pyterrier_garen._atomic import ArtifactKindError
+    work = tmp_path / 'w'
+    work.mkdir()
+    (work / 'pt_meta.json').write_text(json.dumps(meta))
+    with pytest.raises(ArtifactKindError) as refused:
+        _check_workdir(work, FP, 'tiny')
+    assert str(refused.value) == (f'{work} is an artifact ({shown}, its pt_meta.json), not a work folder; prepare '
+                                  'would write its own folders inside it. Choose another --workdir (e.g. a new '
+                                  'folder beside it)')
+    assert _listing(work) == ['pt_meta.json']  # nothing written in it
+
+
+def test_a_pt_meta_json_that_cannot_be_read_is_taken_for_an_artifact(tmp_path, monkeypatch):
+    from pyterrier_garen import _atomic
+    work = tmp_path / 'w'
+    work.mkdir()
+    (work / 'pt_meta.json').write_text('{}')
+
+    def read_meta(path):
+        raise ResourceError(errno.EACCES, f'cannot read {path}/pt_meta.json: permission denied', 'x')
+    monkeypatch.setattr(_atomic, 'read_meta', read_meta)
+    with pytest.raises(_atomic.ArtifactKindError, match=r'^\S+ is an artifact \(\?\.\?, its pt_meta.json\), not a work '
+                                                        'folder'):
+        _check_workdir(work, FP, 'tiny')
+    assert _listing(work) == ['pt_meta.json']
+
+
 @pytest.mark.parametrize('data', [b'{not json', b'[1, 2]', b'"aaaa"', b'null', b'', b'{"collection": "x"}',
                                   b'\xf6\x9c garbage', b'{"corpus_sha256": "' + b'\xff' * 4 + b'"}'])
 def test_a_damaged_manifest_is_named_as_damaged(tmp_path, data):
@@ -410,6 +449,18 @@ def test_a_manifest_written_while_waiting_for_the_lock_is_the_answer(tmp_path, m
     assert _check_workdir(work, FP, 'tiny') is created
     assert (work / 'prepare.json').read_text() == text  # not rewritten
     assert _listing(work) == ['prepare.json']  # the lock file went with the wait: nothing of prepare's is left
+
+
+def test_a_lock_removed_by_the_prepare_that_recorded_the_workdir_first_is_not_an_error(tmp_path, monkeypatch):
+    work = tmp_path / 'w'
+    text = json.dumps({'collection': 'x', 'corpus_sha256': FP, 'created': True})
+
+    def finished(fd):  # the other prepare recorded the workdir and removed its lock file while this one waited
+        (work / 'prepare.json').write_text(text)
+        (work / '.prepare.lock').unlink()
+    _while_locked(monkeypatch, finished)
+    assert _check_workdir(work, FP, 'tiny') is True
+    assert _listing(work) == ['prepare.json']
 
 
 def test_a_manifest_of_another_collection_written_while_waiting_is_refused(tmp_path, monkeypatch):

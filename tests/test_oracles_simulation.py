@@ -82,6 +82,18 @@ def test_labels_read_as_text_are_numbers_and_other_labels_are_named():
                 cls(qrels, *args)
 
 
+def test_a_missing_label_of_a_nullable_column_is_named():
+    # pandas' nullable dtypes hold <NA>, which numpy's finiteness check cannot read unless converted to float first
+    qrels = QRELS.assign(label=pd.array([True, False, False, True, None, True], dtype='boolean'))
+    for cls, args in ((SimulatedReranker, ()), (SimulatedNavigator, (None,))):
+        with pytest.raises(ValueError, match=rf"^{cls.__name__}: qrels labels must be finite numbers \(relevance "
+                                             r"grades\); 1 are not, the first for qid '2', docno 'a': <NA>; fix or "
+                                             r'drop those rows of the qrels$'):
+            cls(qrels, *args)
+    judged = qrels.assign(label=pd.array([True, False, False, True, True, True], dtype='boolean'))
+    assert SimulatedReranker(judged)(frame([('1', 'a'), ('1', 'b'), ('2', 'a')])).score.tolist() == [1.0, 0.0, 1.0]
+
+
 def test_one_pair_judged_twice_differently_is_refused_and_alike_twice_is_read_once():
     # which label a dict kept would depend on the row order: refused, naming the pair and both labels as read
     twice = pd.concat([QRELS, pd.DataFrame({'qid': ['2'], 'docno': ['b'], 'label': [1]})], ignore_index=True)

@@ -234,6 +234,17 @@ def test_validate_passes_and_counts_summaries(built):
     assert GroupCorpusGraph(built.path).validate() == {'docs': N, 'groups': 10, 'summaries': 10, 'ok': True}
 
 
+def test_a_reuse_does_not_read_the_summaries(built, tmp_path):
+    # the summaries have their own reader (and summarize(overwrite=True) its fix): a damaged file of them does not
+    # stop the groups from being reused
+    built.summarize(ExtractiveSummarizer(), _corpus())
+    (built.path / 'summaries.jsonl').write_text('{oops\n')
+    with pytest.raises(ArtifactError, match='summaries.jsonl line 1 is not a valid summary record'):
+        GroupCorpusGraph(built.path).validate()
+    assert _build(tmp_path / 'g').path == built.path
+    assert (built.path / 'summaries.jsonl').read_text() == '{oops\n'  # left as it is
+
+
 def test_folder_without_meta_given_to_load(tmp_path):
     (tmp_path / 'x').mkdir()
     with pytest.raises(FileNotFoundError, match=r"is not a built artifact \(no pt_meta.json\)"):

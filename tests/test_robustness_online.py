@@ -205,6 +205,24 @@ def test_a_listwise_reranker_counts_documents_without_text(tmp_path):
     assert reranker.empty_texts == 7
 
 
+def test_a_call_of_empty_texts_is_said_once_until_reset_stats():
+    from _stub_engine import StubEngine
+
+    from pyterrier_garen import ListwiseReranker
+    reranker = ListwiseReranker(StubEngine(), window=4, stride=2)
+    docs = pd.DataFrame({'qid': 'q', 'query': 'sea lava', 'docno': ['a', 'b'], 'text': ['', ' ']})
+    with pytest.warns(UserWarning, match=r"all 2 rows have an empty 'text'"):
+        reranker(docs)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        reranker(docs)  # a second call of empty texts: counted, not said again
+    assert reranker.empty_texts == 4
+    reranker.reset_stats()
+    with pytest.warns(UserWarning, match=r"all 2 rows have an empty 'text'"):
+        reranker(docs)
+    assert reranker.empty_texts == 2
+
+
 def test_vectors_of_another_corpus(tmp_path):
     groups = _groups(tmp_path)
     other = random_vectors(tmp_path / 'other.npids', [f'x{i:02d}' for i in range(20)])

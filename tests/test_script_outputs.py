@@ -25,6 +25,15 @@ def test_a_folder_two_flags_on_one_file_and_an_input_are_refused(tmp_path):
     assert mine.read_text() == 'kept\n'
 
 
+def test_an_output_that_is_an_input_names_the_input_as_given(tmp_path):
+    mine = tmp_path / 'costs.csv'
+    mine.write_text('kept\n')
+    with pytest.raises(UsageError) as refused:  # named as the command was given it, here through a '.' folder
+        check_outputs({'--csv': str(mine)}, inputs=[f'{tmp_path}/./costs.csv'])
+    assert str(refused.value) == (f'--csv {mine} is also an input of this command ({tmp_path}/./costs.csv) and '
+                                  'would be written over; choose another output path')
+
+
 def test_the_sweep_refuses_its_outputs_before_it_loads_anything(tmp_path):
     script = load_script('examples/strength_sweep.py')
     with pytest.raises(UsageError, match='--out and --tests both name'):  # not: no collection 'none' (loaded later)
@@ -147,3 +156,27 @@ def test_an_appended_table_knows_the_cells_it_holds(tmp_path):
     with pytest.raises(ValueError, match=r"rows with the columns \['system', 'value'\] cannot go to"):
         again.append(pd.DataFrame({'system': ['GAR'], 'value': [1.]}))
     assert path.read_text().count('\n') == 3
+
+
+def test_an_appended_table_starts_a_missing_file_with_one_header_and_reads_nan_as_empty(tmp_path):
+    import pandas as pd
+
+    from pyterrier_garen.analysis import AppendedTable
+    path, columns, keys = tmp_path / 'rows.csv', ['system', 'sigma', 'value'], ['system', 'sigma']
+    table = AppendedTable(path, columns, keys=keys)  # no file yet
+    table.append(pd.DataFrame({'system': ['GAR'], 'sigma': [0.5], 'value': [1.]}))
+    table.append(pd.DataFrame({'system': ['RGS'], 'sigma': [float('nan')], 'value': [2.]}))
+    assert path.read_text() == 'system,sigma,value\nGAR,0.5,1.0\nRGS,,2.0\n'  # appended, the header once
+    assert table.holds(system='GAR', sigma=0.5)
+    assert table.holds(system='RGS', sigma=float('nan'))  # NaN is written as the empty cell
+    again = AppendedTable(path, columns, keys=keys)
+    assert again.holds(system='GAR', sigma=0.5)
+    assert again.holds(system='RGS', sigma=float('nan'))
+    assert not again.holds(system='GAR', sigma=float('nan'))
+    other = tmp_path / 'other.csv'
+    other.write_text('a,b\n1,2\n')
+    with pytest.raises(UsageError) as refused:  # named by --out unless told another flag
+        AppendedTable(other, columns, keys=keys)
+    assert str(refused.value) == (f"--out {other} holds the columns ['a', 'b'], not the ['system', 'sigma', 'value'] "
+                                  'this command writes; appending would put values under the wrong names: give '
+                                  'another file')
