@@ -10,7 +10,7 @@ import hashlib
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
@@ -54,11 +54,14 @@ def graph_arrays(graph) -> tuple:
 def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray, *,
                 labels: Optional[Sequence[int]] = None, max_group_size: int = 20, resolution: float = 1.0,
                 randomness: float = 0.001, seed: int = 42, backend: str = 'igraph', overwrite: bool = False,
-                verbose: bool = False, source: Optional[Dict[str, Any]] = None) -> Path:
+                verbose: bool = False, source: Optional[Dict[str, Any]] = None,
+                check_reused: Optional[Callable[[Path], None]] = None) -> Path:
     """Write an artifact from raw arrays: ``docnos`` (n), ``edges``/``weights`` (n, k) by position; returns its path.
 
     With ``labels`` (one group label per document) the partition is taken as given instead of running Leiden
-    (useful for hand-built graphs in tests and for partitions computed elsewhere).
+    (useful for hand-built graphs in tests and for partitions computed elsewhere). ``check_reused(path)`` runs
+    before an artifact already at ``path`` is reused (GroupCorpusGraph passes its ``validate`` without the
+    summaries: a file damaged at its own size is refused rather than reused).
     """
     from ._partition import PARTITION_VERSION, leiden_partition
     path = Path(path)
@@ -107,7 +110,8 @@ def build_group_graph(path: Union[str, Path], docnos: Sequence[str], edges: np.n
             same_graph = existing.get('graph_sha256') == fingerprint(sorted_docnos, edges)
             diff = {k: (stored[k], params[k]) for k in params if stored[k] != params[k]}
             if not diff and same_graph:
-                _check_reused(path)  # a damaged file is named as such, not taken for another input
+                if check_reused is not None:  # a damaged file is named as such, not taken for another input
+                    check_reused(path)
                 other = _other_input(path, existing, weights, given, order)
                 if other is None:
                     _warn_if_other_version(path, existing, labels is None)
@@ -239,19 +243,6 @@ def _check_edges(edges: np.ndarray, weights: np.ndarray, n: int) -> None:
         raise ValueError(f'weights{list(at)} = {float(weights[at]):g} does not fit the artifact\'s float16 weights '
                          f'(at most 65504 in size: {count} of {weights.size} weights are larger); rescale '
                          'them (e.g. divide by the largest) and build again')
-
-
-def _check_reused(path: Path) -> None:
-    """Before a reuse: the files on disk must be what was built, or a file damaged at its own size (a flipped byte
-    in the weights, the members or ``group_of``) is reused as if it were the artifact's: every check of
-    :meth:`GroupCorpusGraph.validate` but the summaries' (they have their own reader)."""
-    from ._checks import ArtifactError
-    from ._group_graph import GroupCorpusGraph
-    try:
-        GroupCorpusGraph(path).validate(summaries=False)
-    except ArtifactError as ex:
-        raise ArtifactError(f'{ex}; rebuild the groups with overwrite=True (build-groups --overwrite), or delete '
-                            f'{path} and rerun prepare') from None
 
 
 def _warn_if_other_version(path: Path, meta: Dict[str, Any], leiden: bool) -> None:

@@ -703,7 +703,8 @@ class GroupCorpusGraph(CorpusGraph):
                   'class': type(graph).__name__}
         return cls(build_group_graph(path, docnos, edges, weights, max_group_size=max_group_size,
                                      resolution=resolution, randomness=randomness, seed=seed, backend=backend,
-                                     overwrite=overwrite, verbose=verbose, source=source))
+                                     overwrite=overwrite, verbose=verbose, source=source,
+                                     check_reused=_check_reused))
 
     @classmethod
     def from_arrays(cls, path: Union[str, Path], docnos: Sequence[str], edges: np.ndarray, weights: np.ndarray,
@@ -713,7 +714,18 @@ class GroupCorpusGraph(CorpusGraph):
         Keyword arguments are those of :func:`pyterrier_garen._group_builder.build_group_graph` (e.g. ``labels``:
         one group label per document, taken as the partition instead of running Leiden).
         """
-        return cls(build_group_graph(path, docnos, edges, weights, **kwargs))
+        return cls(build_group_graph(path, docnos, edges, weights, **{'check_reused': _check_reused, **kwargs}))
+
+
+def _check_reused(path: Path) -> None:
+    """Before a reuse: the files on disk must be what was built, or a file damaged at its own size (a flipped byte
+    in the weights, the members or ``group_of``) is reused as if it were the artifact's: every check of
+    :meth:`GroupCorpusGraph.validate` but the summaries' (they have their own reader)."""
+    try:
+        GroupCorpusGraph(path).validate(summaries=False)
+    except ArtifactError as ex:
+        raise ArtifactError(f'{ex}; rebuild the groups with overwrite=True (build-groups --overwrite), or delete '
+                            f'{path} and rerun prepare') from None
 
 
 def _step(name: str) -> None:
