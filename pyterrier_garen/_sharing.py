@@ -15,7 +15,7 @@ import tarfile
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from ._atomic import RESOURCE_FIXES
+from ._atomic import RESOURCE_FIXES, ArtifactKindError, building, exclusive, read_meta
 
 __all__ = ['load_package', 'hub_errors', 'OFFLINE_ROUTE']
 
@@ -73,8 +73,11 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
 
     Args:
         package: a ``.tar.lz4`` / ``.tar`` package file, or a folder holding an unpacked package (``pt_meta.json``).
-        folder: where a package file is unpacked; default: beside it, without the ``.tar.lz4`` suffix. An existing
-            folder there is loaded as it is (unpacked before).
+        folder: where a package file is unpacked; default: beside it, without the ``.tar.lz4`` suffix. A folder
+            there holding an artifact (``pt_meta.json``) is loaded as it is (unpacked before); an empty folder is
+            filled; anything else there (a file, a link, a folder of other files) is refused, left untouched. The
+            package is unpacked beside the folder and moved in when complete; a killed load leaves no folder, and
+            its temporary is removed by the next load.
         **kwargs: passed to the artifact's constructor.
 
     Returns:
@@ -82,6 +85,7 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
 
     Raises:
         FileNotFoundError: ``package`` does not exist.
+        ArtifactKindError: ``folder`` holds something that is not an unpacked package (left untouched).
     """
     import pyterrier as pt
     package = Path(package)
@@ -91,16 +95,40 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
         raise FileNotFoundError(f'package {str(package)!r} does not exist (build one with '
                                 'artifact.build_package(path))')
     target = Path(folder) if folder is not None else package.with_name(_strip_suffix(package.name))
-    if not (target / 'pt_meta.json').is_file():
-        target.parent.mkdir(parents=True, exist_ok=True)  # pt.io.finalized_directory needs it
-        with contextlib.ExitStack() as stack:
-            out = stack.enter_context(pt.io.finalized_directory(str(target)))
-            stream = stack.enter_context(open(package, 'rb'))
-            if package.name.endswith('.lz4'):
-                from lz4.frame import LZ4FrameFile
-                stream = stack.enter_context(LZ4FrameFile(stream))
-            tar = stack.enter_context(tarfile.open(fileobj=stream, mode='r|'))
-            for member in tar:
-                if (member.isfile() or member.isdir()) and pt.io.path_is_under_base(member.path, out):
-                    tar.extract(member, out, set_attrs=False)
+    with exclusive(target):  # a second load of the same folder waits, then reuses what the first unpacked
+        if target.is_symlink() or read_meta(target) is None:
+            _check_destination(package, target)
+            with building(target, _UNPACKED) as out:  # a killed load's temporary is removed by the next one
+                _unpack(package, out)
     return pt.Artifact.load(str(target), **kwargs)
+
+
+_UNPACKED = ('unpacked', 'package')  # no existing artifact is ever replaced: _check_destination refuses them first
+
+
+def _check_destination(package: Path, target: Path) -> None:
+    """Refuse a destination that holds something of the user's (a link, a file, a folder with files but no
+    ``pt_meta.json``) before anything is unpacked; an empty folder is filled."""
+    if target.is_symlink():
+        what = 'is a symbolic link'
+    elif target.exists() and not target.is_dir():
+        what = 'is a file'
+    elif target.is_dir() and any(target.iterdir()):
+        what = 'is a folder that holds files but no valid pt_meta.json (not an unpacked package)'
+    else:
+        return
+    raise ArtifactKindError(f'cannot unpack {package} into {target}: it {what}; it is left untouched: pass another '
+                            'folder (load_package(package, folder=...)) or move it away')
+
+
+def _unpack(package: Path, out: Path) -> None:
+    import pyterrier as pt
+    with contextlib.ExitStack() as stack:
+        stream = stack.enter_context(open(package, 'rb'))
+        if package.name.endswith('.lz4'):
+            from lz4.frame import LZ4FrameFile
+            stream = stack.enter_context(LZ4FrameFile(stream))
+        tar = stack.enter_context(tarfile.open(fileobj=stream, mode='r|'))
+        for member in tar:
+            if (member.isfile() or member.isdir()) and pt.io.path_is_under_base(member.path, str(out)):
+                tar.extract(member, out, set_attrs=False)

@@ -100,3 +100,51 @@ def test_hub_without_network_is_one_line(tmp_path, offline):
         assert 'load_package' in line
     assert ('HF_HUB_OFFLINE is set' in errors[0]) == offline
     assert SECRET not in proc.stdout + proc.stderr
+
+
+def test_destination_holding_the_users_files_is_left_untouched(tmp_path):
+    groups = _groups(tmp_path / 'groups')
+    package = groups.build_package(str(tmp_path / 'share' / 'groups.tar.lz4'), verbose=False)
+    mine = tmp_path / 'mine'
+    mine.mkdir()
+    (mine / 'thesis.tex').write_text('precious')
+    (tmp_path / 'afile').write_text('precious')
+    (tmp_path / 'link').symlink_to(tmp_path / 'groups')
+    for folder, what in ((mine, 'holds files but no valid pt_meta.json'), (tmp_path / 'afile', 'is a file'),
+                         (tmp_path / 'link', 'is a symbolic link')):
+        with pytest.raises(FileExistsError, match=f'{what}.*left untouched: pass another folder') as info:
+            load_package(package, folder)
+        assert '\n' not in str(info.value)
+    assert (mine / 'thesis.tex').read_text() == (tmp_path / 'afile').read_text() == 'precious'
+    assert sorted(os.listdir(tmp_path)) == ['afile', 'groups', 'link', 'mine', 'share']  # no temporary left
+    (tmp_path / 'empty').mkdir()
+    _same(groups, load_package(package, tmp_path / 'empty'))  # an empty folder holds nothing to lose
+    _same(groups, load_package(package, tmp_path / 'empty'))  # the second load reuses it
+
+
+KILLED_LOAD = '''
+import os, signal, sys, tarfile
+from pyterrier_garen import load_package
+read, calls = tarfile.TarFile.next, []
+def killed(tar):
+    calls.append(1)
+    if len(calls) == 5:  # some members unpacked, the others not yet
+        os.kill(os.getpid(), signal.SIG{0})
+    return read(tar)
+tarfile.TarFile.next = killed
+load_package(sys.argv[1])
+'''
+
+
+@pytest.mark.parametrize('signal', ['KILL', 'INT'])
+def test_interrupted_load_leaves_no_folder_and_the_rerun_unpacks(tmp_path, signal):
+    groups = _groups(tmp_path / 'groups')
+    package = groups.build_package(str(tmp_path / 'share' / 'groups.tar.lz4'), verbose=False)
+    env = {**os.environ, 'PYTHONPATH': str(ROOT) + os.pathsep + os.environ.get('PYTHONPATH', '')}
+    proc = subprocess.run([sys.executable, '-c', KILLED_LOAD.format(signal), package], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode != 0, proc.stderr[-2000:]
+    assert 'Error' not in proc.stderr, proc.stderr[-2000:]
+    assert not (tmp_path / 'share' / 'groups').exists()  # never a half-unpacked folder at the destination
+    _same(groups, load_package(package))
+    assert sorted(os.listdir(tmp_path / 'share')) == ['groups', 'groups.tar.lz4', 'groups.tar.lz4.json']
