@@ -9,15 +9,20 @@ from a path.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
+import shutil
 import socket
 import tarfile
 from pathlib import Path
 from typing import Iterator, Optional, Union
 
-from ._atomic import RESOURCE_FIXES, ArtifactKindError, building, exclusive, read_meta
+from ._atomic import RESOURCE_FIXES, ArtifactKindError, building, exclusive, read_meta, resource_error
+from ._checks import ArtifactError, read_meta_file
+from ._errors import one_line
 
-__all__ = ['load_package', 'hub_errors', 'OFFLINE_ROUTE']
+__all__ = ['load_package', 'hub_errors', 'OFFLINE_ROUTE', 'PackageError']
 
 OFFLINE_ROUTE = ('offline route: groups.build_package("groups.tar.lz4"), copy that file or serve its folder '
                  '(python -m http.server), then garen.load_package("groups.tar.lz4") or '
@@ -86,6 +91,10 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
     Raises:
         FileNotFoundError: ``package`` does not exist.
         ArtifactKindError: ``folder`` holds something that is not an unpacked package (left untouched).
+        PackageError: the package is empty, truncated or damaged (or differs from the ``expected_sha256`` of the
+            ``.json`` record ``build_package`` wrote beside it), holds a link, a device, a path outside the folder
+            or more than ``MAX_MEMBERS`` members, or holds no artifact that opens; nothing is written at
+            ``folder`` then.
     """
     import pyterrier as pt
     package = Path(package)
@@ -99,7 +108,7 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
         if target.is_symlink() or read_meta(target) is None:
             _check_destination(package, target)
             with building(target, _UNPACKED) as out:  # a killed load's temporary is removed by the next one
-                _unpack(package, out)
+                _unpack(package, out, **kwargs)
     return pt.Artifact.load(str(target), **kwargs)
 
 
@@ -121,14 +130,101 @@ def _check_destination(package: Path, target: Path) -> None:
                             'folder (load_package(package, folder=...)) or move it away')
 
 
-def _unpack(package: Path, out: Path) -> None:
+#: members a package may hold: an artifact has a few files; millions of (empty) members are an attack on the disk
+MAX_MEMBERS = 100_000
+_LZ4_MAGIC = b'\x04\x22\x4d\x18'
+_READ_ERRORS = (tarfile.TarError, EOFError, RuntimeError, UnicodeDecodeError, OSError)  # lz4: RuntimeError
+
+
+class PackageError(ArtifactError):
+    """A package file is damaged, hostile or holds no artifact; nothing was written at the destination."""
+
+
+def _refuse(package: Path, problem: str) -> PackageError:
+    return PackageError(f'package {package} {problem}; nothing was unpacked: re-download it, or rebuild it with '
+                        'artifact.build_package(path)')
+
+
+def _unpack(package: Path, out: Path, **kwargs) -> None:
+    """Unpack ``package`` into the fresh folder ``out``: regular files and folders only, each inside ``out``; the
+    result must match the package's ``.json`` record (when beside it) and open as an artifact."""
+    _check_record(package)
+    with open(package, 'rb') as stream:
+        compressed = stream.read(4) == _LZ4_MAGIC  # by content, not by name: build_package always compresses
+    if not compressed and package.stat().st_size == 0:
+        raise _refuse(package, 'is empty (an interrupted copy or download?)')
+    try:
+        with contextlib.ExitStack() as stack:
+            stream = stack.enter_context(open(package, 'rb'))
+            if compressed:
+                from lz4.frame import LZ4FrameFile
+                stream = stack.enter_context(LZ4FrameFile(stream))
+            tar = stack.enter_context(tarfile.open(fileobj=stream, mode='r|'))
+            seen = set()
+            for count, member in enumerate(tar, 1):
+                name = _member_path(package, member, count, seen)
+                if member.isdir():
+                    (out / name).mkdir(0o700, parents=True, exist_ok=True)  # tarfile's mode; the package's is not used
+                    continue
+                (out / name).parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(out / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                with os.fdopen(fd, 'wb') as fout:
+                    shutil.copyfileobj(tar.extractfile(member), fout)
+            stream.read()  # to the end: a cut lz4 stream fails here, not silently
+    except PackageError:
+        raise
+    except _READ_ERRORS as ex:
+        if isinstance(ex, OSError) and resource_error(ex, out, 'write') is not ex:
+            raise
+        raise _refuse(package, f'cannot be read ({type(ex).__name__}: {one_line(ex)[:200] or "truncated"}): it is '
+                      'truncated, damaged or not a .tar/.tar.lz4 package') from None
+    _check_unpacked(package, out, **kwargs)
+
+
+def _member_path(package: Path, member: tarfile.TarInfo, count: int, seen: set) -> str:
+    """The member's path inside the destination; refuses links, devices, paths that leave the folder, repeats."""
+    if count > MAX_MEMBERS:
+        raise _refuse(package, f'holds more than {MAX_MEMBERS} members (an artifact has a few files)')
+    if not (member.isfile() or member.isdir()):
+        kind = 'a symbolic link' if member.issym() else 'a hard link' if member.islnk() else 'a device or pipe'
+        raise _refuse(package, f'holds {member.name!r}, {kind}; a package holds only files and folders')
+    parts = member.name.replace('\\', '/').split('/')
+    if member.name.startswith('/') or '..' in parts:
+        raise _refuse(package, f'holds {member.name!r}, a path outside the folder it is unpacked to')
+    name = '/'.join(p for p in parts if p not in ('', '.'))
+    if not name or name in seen:
+        raise _refuse(package, f'holds {member.name!r} {"twice" if name else "(an empty name)"}')
+    seen.add(name)
+    return name
+
+
+def _check_record(package: Path) -> None:
+    """The package's ``.json`` record (written beside it by ``build_package``), when there: the file's sha256."""
+    record = package.with_name(package.name + '.json')
+    try:
+        expected = json.loads(record.read_text(encoding='utf8')).get('expected_sha256')
+    except (OSError, ValueError, AttributeError):
+        return  # no record (a package copied alone), or not one of build_package's
+    if not isinstance(expected, str):
+        return
+    digest = hashlib.sha256()
+    with open(package, 'rb') as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b''):
+            digest.update(chunk)
+    if digest.hexdigest() != expected.lower():
+        raise _refuse(package, f'differs from what was built (its sha256 is not the expected_sha256 of {record.name}):'
+                      ' it is truncated or damaged')
+
+
+def _check_unpacked(package: Path, out: Path, **kwargs) -> None:
+    """The unpacked folder must be an artifact that opens, before it is moved to the destination."""
     import pyterrier as pt
-    with contextlib.ExitStack() as stack:
-        stream = stack.enter_context(open(package, 'rb'))
-        if package.name.endswith('.lz4'):
-            from lz4.frame import LZ4FrameFile
-            stream = stack.enter_context(LZ4FrameFile(stream))
-        tar = stack.enter_context(tarfile.open(fileobj=stream, mode='r|'))
-        for member in tar:
-            if (member.isfile() or member.isdir()) and pt.io.path_is_under_base(member.path, str(out)):
-                tar.extract(member, out, set_attrs=False)
+    try:
+        read_meta_file(out, fix='')
+        pt.Artifact.load(str(out), **kwargs)
+    except Exception as ex:  # noqa: BLE001 - whatever the artifact's class raises, said in the one line
+        if isinstance(ex, OSError) and resource_error(ex, out, 'read') is not ex:
+            raise
+        detail = one_line(str(ex).replace(f'{out}{os.sep}', '').replace(str(out), 'the package'))
+        raise _refuse(package, f'holds no artifact that opens ({type(ex).__name__}: {detail.rstrip("; ")[:300]})'
+                      ) from None

@@ -24,7 +24,8 @@ from pyterrier_garen import _prepare, _sharing
 from pyterrier_garen._atomic import ResourceError
 from pyterrier_garen._prepare import (_check_manifest, _check_unique, _check_workdir, _dataset_name, _fresh,
                                       _matches_collection, cache_dir, collection_fingerprint)
-from pyterrier_garen._sharing import OFFLINE_ROUTE, _network_cause, _strip_suffix, hub_errors, load_package
+from pyterrier_garen._sharing import (OFFLINE_ROUTE, PackageError, _network_cause, _strip_suffix, hub_errors,
+                                      load_package)
 
 FP = 'a' * 64
 OTHER = '0123456789abcdef' * 4
@@ -814,7 +815,10 @@ def test_a_package_is_unpacked_beside_it(tmp_path, loads, name, unpacked):
         data = lz4.frame.compress(data)
     (tmp_path / name).write_bytes(data)
     assert load_package(tmp_path / name, memo_limit=None) == 'loaded'
-    assert loads == [(str(tmp_path / unpacked), {'memo_limit': None})]
+    assert len(loads) == 2  # the unpacked temporary opens before it is moved in, then the folder is loaded
+    assert Path(loads[0][0]).name.startswith(f'.{unpacked}.')
+    assert loads[0][1] == {'memo_limit': None}
+    assert loads[1] == (str(tmp_path / unpacked), {'memo_limit': None})
     assert _unpacked(tmp_path / unpacked) == {'pt_meta.json': b'{"type": "x"}', 'sub': None,
                                               'sub/data.bin': b'\x00\x01'}
     assert _listing(tmp_path) == sorted([name, unpacked])
@@ -825,7 +829,7 @@ def test_a_package_is_unpacked_where_asked(tmp_path, loads):
     UnboundLocalError)."""
     (tmp_path / 'groups.tar').write_bytes(_tar(PACKAGE))
     load_package(str(tmp_path / 'groups.tar'), folder=str(tmp_path / 'else' / 'in' / 'here'))
-    assert loads == [(str(tmp_path / 'else' / 'in' / 'here'), {})]
+    assert loads[1:] == [(str(tmp_path / 'else' / 'in' / 'here'), {})]
     assert _unpacked(tmp_path / 'else' / 'in' / 'here')['sub/data.bin'] == b'\x00\x01'
     assert not (tmp_path / 'groups').exists()
 
@@ -840,7 +844,7 @@ def test_an_unpacked_folder_is_loaded_without_reading_the_package(tmp_path, load
 
 def test_a_damaged_package_leaves_no_folder(tmp_path, loads):
     (tmp_path / 'groups.tar').write_bytes(b'not a tar at all' * 100)
-    with pytest.raises(tarfile.TarError):
+    with pytest.raises(PackageError, match=r'groups.tar cannot be read \(ReadError: .*nothing was unpacked'):
         load_package(tmp_path / 'groups.tar')
     assert _listing(tmp_path) == ['groups.tar']
     assert loads == []
@@ -865,10 +869,11 @@ def test_nothing_outside_the_folder_and_no_link_is_unpacked(tmp_path, loads):
                               'hard': _link('hard', 'pt_meta.json', tarfile.LNKTYPE),
                               'fifo': _link('fifo', '', tarfile.FIFOTYPE)}))
     outside.write_text('the user\'s')
-    load_package(package)
+    with pytest.raises(PackageError, match="holds '../../outside.txt', a path outside the folder"):
+        load_package(package)
     assert outside.read_text() == 'the user\'s'
-    assert _unpacked(tmp_path / 'share' / 'groups') == {'pt_meta.json': b'{}'}
-    assert _listing(tmp_path / 'share') == ['groups', 'groups.tar']
+    assert _listing(tmp_path / 'share') == ['groups.tar']  # refused as a whole: no folder, no temporary
+    assert loads == []
 
 
 def test_the_packages_modes_and_times_are_not_applied(tmp_path, loads, umask):
@@ -881,7 +886,8 @@ def test_the_packages_modes_and_times_are_not_applied(tmp_path, loads, umask):
         tar.addfile(info, io.BytesIO(b'ab'))
         tar.addfile(folder)
         meta = tarfile.TarInfo('pt_meta.json')
-        tar.addfile(meta, io.BytesIO(b''))
+        meta.size = 2
+        tar.addfile(meta, io.BytesIO(b'{}'))
     (tmp_path / 'g.tar').write_bytes(buffer.getvalue())
     before = time.time() - 60
     load_package(tmp_path / 'g.tar')

@@ -2,6 +2,7 @@
 offline route; the offline route (build_package -> a path, or a static HTTP server on 127.0.0.1 -> load) works, and
 an unpacked package loads with pt.Artifact.load. No shared data needed (a small GroupCorpusGraph from arrays)."""
 import functools
+import json
 import http.server
 import os
 import subprocess
@@ -148,3 +149,112 @@ def test_interrupted_load_leaves_no_folder_and_the_rerun_unpacks(tmp_path, signa
     assert not (tmp_path / 'share' / 'groups').exists()  # never a half-unpacked folder at the destination
     _same(groups, load_package(package))
     assert sorted(os.listdir(tmp_path / 'share')) == ['groups', 'groups.tar.lz4', 'groups.tar.lz4.json']
+
+
+def _tar(path, members, compress=True):
+    """A package file holding ``members`` (TarInfo, data or None), lz4-compressed like build_package's."""
+    import io
+    import tarfile
+    from lz4.frame import LZ4FrameFile
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode='w', format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, None if data is None else io.BytesIO(data))
+    data = raw.getvalue()
+    if compress:
+        out = io.BytesIO()
+        with LZ4FrameFile(out, 'wb') as fout:
+            fout.write(data)
+        data = out.getvalue()
+    path.write_bytes(data)
+    return path
+
+
+def _member(name, data=None, kind=None, link=''):
+    import tarfile
+    info = tarfile.TarInfo(name)
+    if kind is None:
+        info.size = len(data)
+    else:
+        info.type, info.linkname = getattr(tarfile, kind), link
+    return info, data
+
+
+HOSTILE = {
+    'dotdot': ([('../evil', b'x')], "'../evil', a path outside the folder"),
+    'deep-dotdot': ([('sub/../../evil', b'x')], 'a path outside the folder'),
+    'absolute': ([('{outside}/evil', b'x')], 'a path outside the folder'),
+    'symlink': ([('link', None, 'SYMTYPE', '{outside}'), ('link/evil', b'x')], "'link', a symbolic link"),
+    'hardlink': ([('hl', None, 'LNKTYPE', '/etc/passwd')], "'hl', a hard link"),
+    'device': ([('dev', None, 'CHRTYPE')], 'a device or pipe'),
+    'fifo': ([('fifo', None, 'FIFOTYPE')], 'a device or pipe'),
+    'twice': ([('pt_meta.json', b'{}')], "'pt_meta.json' twice"),
+    'too-many': ([(f'junk/{i}', b'') for i in range(8)], 'more than 12 members'),
+}
+
+
+@pytest.mark.parametrize('case', list(HOSTILE))
+def test_hostile_package_is_refused_and_writes_nothing(tmp_path, monkeypatch, case):
+    from pyterrier_garen import _sharing
+    monkeypatch.setattr(_sharing, 'MAX_MEMBERS', 12)
+    groups = _groups(tmp_path / 'groups')
+    outside = tmp_path / 'outside'
+    outside.mkdir()
+    extra, message = HOSTILE[case]
+    good = [_member(name, (Path(groups.path) / name).read_bytes()) for name in sorted(os.listdir(groups.path))]
+    extra = [_member(*(str(part).format(outside=outside) for part in item[:1]), *item[1:3],
+                     *(item[3].format(outside=outside) for _ in item[3:])) for item in extra]
+    package = _tar(tmp_path / 'share' / 'bad.tar.lz4', good + extra)
+    with pytest.raises(_sharing.PackageError, match=message) as info:
+        load_package(package)
+    assert '\n' not in str(info.value)
+    assert 'nothing was unpacked: re-download it' in str(info.value)
+    assert os.listdir(outside) == []
+    assert sorted(os.listdir(tmp_path)) == ['groups', 'outside', 'share']
+    assert os.listdir(tmp_path / 'share') == ['bad.tar.lz4']  # no folder, no temporary
+
+
+def test_damaged_package_is_one_line_and_never_becomes_the_folder(tmp_path):
+    from pyterrier_garen._sharing import PackageError
+    groups = _groups(tmp_path / 'groups')
+    share = tmp_path / 'share'
+    data = Path(groups.build_package(str(share / 'groups.tar.lz4'), verbose=False)).read_bytes()
+    files = {name: (Path(groups.path) / name).read_bytes() for name in sorted(os.listdir(groups.path))}
+    meta = {**json.loads(files['pt_meta.json']), 'doc_count': 5}
+    flipped = bytearray(data)
+    flipped[len(data) // 2] ^= 1
+    cases = {
+        'empty.tar.lz4': (b'', 'is empty'),
+        'empty.tar': (b'', 'is empty'),
+        'html.tar.lz4': (b'<html><body>Not Found</body></html>' * 20, 'cannot be read .ReadError'),
+        'cut.tar.lz4': (data[:len(data) // 2], 'cannot be read .EOFError'),
+        'end-cut.tar.lz4': (data[:-5], 'cannot be read .EOFError'),
+        'other.tar.lz4': (_tar(share / 'x1', [_member('pt_meta.json', b'{"type": "a", "format": "b"}')]),
+                          r'holds no artifact that opens .ValueError: No implementation found .* type=a, format=b'),
+        'no-meta.tar': (_tar(share / 'x2', [_member(n, d) for n, d in files.items() if n != 'pt_meta.json'], False),
+                        'holds no artifact that opens .FileNotFoundError: pt_meta.json is missing'),
+        'meta.tar.lz4': (_tar(share / 'x3', [_member(n, json.dumps(meta).encode() if n == 'pt_meta.json' else d)
+                                            for n, d in files.items()]), '.*edges.u32.np has 24 bytes, expected 20'),
+    }
+    for name, (content, message) in cases.items():
+        package = share / name
+        package.write_bytes(content if isinstance(content, bytes) else content.read_bytes())
+        for _ in range(2):  # the rerun fails alike: no half-unpacked folder was kept
+            with pytest.raises(PackageError, match=f'package {package} {message}') as info:
+                load_package(package)
+            assert '\n' not in str(info.value)
+        package.unlink()
+    for name in ('x1', 'x2', 'x3'):
+        (share / name).unlink()
+    copy = share / 'copy.tar.lz4'  # beside build_package's record: the sha256 finds a changed byte anywhere
+    copy.write_bytes(bytes(flipped))
+    (share / 'copy.tar.lz4.json').write_text((share / 'groups.tar.lz4.json').read_text())
+    with pytest.raises(PackageError, match='differs from what was built .its sha256 is not the expected_sha256 of'):
+        load_package(copy)
+    assert sorted(os.listdir(share)) == ['copy.tar.lz4', 'copy.tar.lz4.json', 'groups.tar.lz4', 'groups.tar.lz4.json']
+
+
+def test_package_named_tar_is_read_by_its_content(tmp_path):
+    groups = _groups(tmp_path / 'groups')
+    package = groups.build_package(str(tmp_path / 'share' / 'groups.tar'), verbose=False)  # lz4 inside all the same
+    _same(groups, load_package(package))
