@@ -908,4 +908,4 @@ def test_strip_suffix(name, stripped):
 
 def test_the_modules_say_what_they_export():
     assert _prepare.__all__ == ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint', 'corpus_fingerprint']
-    assert _sharing.__all__ == ['load_package', 'hub_errors', 'OFFLINE_ROUTE']
+    assert _sharing.__all__ == ['load_package', 'hub_errors', 'OFFLINE_ROUTE', 'PackageError']
