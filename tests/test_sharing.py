@@ -126,6 +126,7 @@ def test_destination_holding_the_users_files_is_left_untouched(tmp_path):
 KILLED_LOAD = '''
 import os, signal, sys, tarfile
 from pyterrier_garen import load_package
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a job started in the background inherits SIGINT ignored
 read, calls = tarfile.TarFile.next, []
 def killed(tar):
     calls.append(1)
