@@ -124,7 +124,8 @@ class GroupCorpusGraph(CorpusGraph):
         for name, size in expected.items():
             file = self.path / name
             if not file.is_file():
-                raise ArtifactError(f'{file} is missing; the artifact is incomplete, rebuild or re-download it')
+                what = 'is not a file' if file.exists() or file.is_symlink() else 'is missing'
+                raise ArtifactError(f'{file} {what}; the artifact is incomplete, rebuild or re-download it')
             with resource_errors(file, 'read'):
                 found = file.stat().st_size
             if size is not None and found != size:

@@ -194,6 +194,8 @@ def test_unreadable_partial_config_names_the_fix(built):
     (lambda p: _truncate(p / 'docnos.npids'), r'docnos.npids has \d+ bytes, expected'),
     (lambda p: _truncate(p / 'edges.u32.np'), r'edges.u32.np has \d+ bytes, expected 960'),
     (lambda p: (p / 'group_of.u32.np').unlink(), 'group_of.u32.np is missing'),
+    (lambda p: ((p / 'group_of.u32.np').unlink(), (p / 'group_of.u32.np').mkdir()),
+     r'group_of.u32.np is not a file; the artifact is incomplete'),  # was "is missing" while a folder is there
 ])
 def test_damage_is_caught_on_open(built, damage, words):
     damage(built.path)
