@@ -436,8 +436,6 @@ def sweep_plot_file(table: pd.DataFrame, path: Union[str, Path], *, title: str =
     plt.close(fig)
 
 
-
-
 class AppendedTable:
     """A CSV a script appends its rows to, one measured cell at a time, so that a run that was stopped resumes.
 
