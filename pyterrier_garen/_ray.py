@@ -279,6 +279,7 @@ def _session(options: RayOptions, verbose: bool):
     if not ray.is_initialized():
         kwargs = {'logging_level': logging.INFO if verbose else logging.WARNING, 'log_to_driver': verbose,
                   **options.init_kwargs}
+        check_reachable(options.address or os.environ.get('RAY_ADDRESS'))
         ray.init(address=options.address, **kwargs)
         started = True
     try:
@@ -300,6 +301,30 @@ def _session(options: RayOptions, verbose: bool):
     finally:
         if started:
             ray.shutdown()
+
+
+class RayAddressError(ValueError):
+    """No Ray cluster answers at the address given (a wrong host or port, or a cluster that is not running)."""
+
+
+def check_reachable(address: Optional[str], timeout: float = 5.0) -> None:
+    """:class:`RayAddressError` naming ``address`` and the fix when nothing accepts a connection there within
+    ``timeout`` seconds: ``ray.init`` retries an unreachable cluster without end (and prints a line every few
+    seconds). Only ``host:port`` and ``ray://host:port`` are tried; ``'auto'``, ``'local'`` and None are Ray's."""
+    import socket
+    if not address or address in ('auto', 'local'):
+        return
+    text = address[len('ray://'):] if address.startswith('ray://') else address
+    host, sep, port = text.rpartition(':')
+    if not sep or not port.isdigit() or '/' in text:
+        return  # not host:port: Ray's own parser says what is wrong with it
+    try:
+        with socket.create_connection((host.strip('[]') or '127.0.0.1', int(port)), timeout=timeout):
+            pass
+    except OSError as ex:
+        raise RayAddressError(f'no Ray cluster answers at {address} ({type(ex).__name__}: {ex.strerror or ex}); '
+                              f'start one there (ray start --head --port {port}), pass the address of a running '
+                              'one, or leave the address out to start a local cluster for this job') from None
 
 
 def _compute(data, options: RayOptions) -> Dict[str, Any]:

@@ -79,6 +79,7 @@ def install(monkeypatch):
     """Put a new stand-in in place of ``_import_ray`` (for this test); returns ``(ray, data)``."""
     ray, data = Ray(), Data()
     monkeypatch.setattr(_ray, '_import_ray', lambda: (ray, data))
+    monkeypatch.setattr(_ray, 'check_reachable', lambda address: None)  # no cluster is asked: the stand-in's 'head:1'
     return ray, data
 
 

@@ -264,10 +264,13 @@ def test_the_actor_pool_asked_of_ray_data(fake):
 
 # -- the session -----------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize('verbose', [False, True])
-def test_a_session_starts_a_cluster_sets_the_context_and_puts_everything_back(fake, verbose):
+def test_a_session_starts_a_cluster_sets_the_context_and_puts_everything_back(fake, verbose, monkeypatch):
     ray, data = fake
+    checked = []
+    monkeypatch.setattr(_ray, 'check_reachable', checked.append)
     options = RayOptions(address='head:6379', max_retries=0, init_kwargs={'num_cpus': 4, 'log_to_driver': True})
     with _ray._session(options, verbose) as (got_ray, got_data):
+        assert checked == ['head:6379']  # asked before ray.init, which retries an unreachable cluster for ever
         assert (got_ray, got_data) == (ray, data)
         ctx = data.context
         assert (ctx.enable_progress_bars, ctx.print_on_execution_start) == (verbose, verbose)
@@ -280,6 +283,37 @@ def test_a_session_starts_a_cluster_sets_the_context_and_puts_everything_back(fa
     ctx = data.context
     assert (ctx.enable_progress_bars, ctx.print_on_execution_start, ctx.retried_map_errors, ctx.max_map_retries,
             ctx.execution_options.preserve_order) == ('bars?', 'print?', 'retried?', 'retries?', 'order?')
+
+
+CHECK_REACHABLE = _ray.check_reachable  # the stand-in of ray (fake) replaces it
+
+
+def test_an_unreachable_cluster_is_one_error_before_ray_init(fake, monkeypatch):
+    import socket
+    ray, _ = fake
+    monkeypatch.setattr(_ray, 'check_reachable', CHECK_REACHABLE)
+    with socket.socket() as closed:  # a port nothing listens on: bound, never listening
+        closed.bind(('127.0.0.1', 0))
+        port = closed.getsockname()[1]
+        options = RayOptions(address=f'127.0.0.1:{port}')
+        with pytest.raises(_ray.RayAddressError) as refused, _ray._session(options, False):
+            pass
+    assert str(refused.value) == (f'no Ray cluster answers at 127.0.0.1:{port} (ConnectionRefusedError: Connection '
+                                  f'refused); start one there (ray start --head --port {port}), pass the address of '
+                                  'a running one, or leave the address out to start a local cluster for this job')
+    assert ray.events == []  # ray.init was never called
+    # $RAY_ADDRESS is what ray.init reads when no address is given: checked the same way
+    monkeypatch.setenv('RAY_ADDRESS', f'ray://127.0.0.1:{port}')
+    with pytest.raises(_ray.RayAddressError, match=rf'^no Ray cluster answers at ray://127\.0\.0\.1:{port} '), \
+            _ray._session(RayOptions(), False):
+        pass
+    assert ray.events == []
+    with socket.socket() as server:  # a listening one passes
+        server.bind(('127.0.0.1', 0))
+        server.listen()
+        CHECK_REACHABLE(f'127.0.0.1:{server.getsockname()[1]}')
+    for address in (None, '', 'auto', 'local', 'ray://head', 'http://h:8265/x'):  # Ray's own forms: left to it
+        CHECK_REACHABLE(address)
 
 
 def test_a_session_on_a_connected_ray_leaves_it_connected_and_retries_when_asked(fake):
