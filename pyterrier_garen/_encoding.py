@@ -114,9 +114,7 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
                 return pyterrier_dr.SBertBiEncoder(rest, batch_size=batch_size)
             return pyterrier_dr.HgfBiEncoder.from_pretrained(rest, batch_size=batch_size)
     if sep and rest and all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
-        module = importlib.import_module(kind)
-        target = functools.reduce(getattr, rest.split('.'), module)
-        return target()
+        return _factory_of(spec)()
     raise ValueError(f'unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a sentence-'
                      'transformers model name or folder), hf:MODEL (a transformers model, [CLS] vector) or '
                      'package.module:factory')
@@ -134,11 +132,28 @@ def _quiet_loading():
             hf_logging.enable_progress_bar()
 
 
+def _factory_of(spec: str) -> Callable[[], Any]:
+    """The callable a ``package.module:factory`` spec names, found without calling it; ``ValueError`` naming the spec
+    when the module or the name is not there."""
+    kind, _, rest = spec.partition(':')
+    try:
+        return functools.reduce(getattr, rest.split('.'), importlib.import_module(kind))
+    except (ImportError, AttributeError) as ex:
+        raise ValueError(f'encoder {spec!r}: {ex}; give an importable package.module:factory (e.g. '
+                         'pyterrier_dr:TasB), installed where the encoding runs') from None
+
+
 def encoder_factory(encoder) -> Callable[[], Any]:
-    """A picklable zero-argument factory for ``encoder`` (a spec string or a factory), as Ray actors need."""
+    """A picklable zero-argument factory for ``encoder`` (a spec string or a factory), as Ray actors need. A
+    ``package.module:factory`` spec is looked up here, on the driver: a wrong one fails in one line before any actor
+    starts (the actor's error came back through Ray's tracebacks)."""
     if encoder is None:
         encoder = DEFAULT
     if isinstance(encoder, str):
+        kind, sep, rest = encoder.strip().partition(':')
+        if sep and rest and kind not in ('sbert', 'hf') and \
+                all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
+            _factory_of(encoder.strip())
         return functools.partial(load_encoder, encoder)
     return encoder
 

@@ -146,6 +146,24 @@ def test_encoder_factories():
     spec = encoder_factory('sbert:x')
     assert (spec.func, spec.args, spec.keywords) == (load_encoder, ('sbert:x',), {})
     assert encoder_factory(make_stub) is make_stub
+    # a package.module:factory spec is looked up on the driver, not called: a wrong one is one line before any
+    # Ray actor starts (it came back through Ray's tracebacks); a right one is loaded where the encoding runs
+    called = []
+    module = type(sys)('garen_test_encoders')
+    module.make = lambda: called.append('loaded')
+    sys.modules['garen_test_encoders'] = module
+    try:
+        found = encoder_factory('garen_test_encoders:make')
+        assert (found.func, found.args, called) == (load_encoder, ('garen_test_encoders:make',), [])
+        with pytest.raises(ValueError) as missing:
+            encoder_factory('garen_test_encoders:nosuch')
+    finally:
+        del sys.modules['garen_test_encoders']
+    assert str(missing.value) == ("encoder 'garen_test_encoders:nosuch': module 'garen_test_encoders' has no "
+                                  "attribute 'nosuch'; give an importable package.module:factory (e.g. "
+                                  'pyterrier_dr:TasB), installed where the encoding runs')
+    with pytest.raises(ValueError, match=r"^encoder 'nosuch\.mod:fn': No module named 'nosuch'; give an importable"):
+        encoder_factory('nosuch.mod:fn')
 
 
 # -- identity and slug -----------------------------------------------------------------------------------------------
