@@ -113,7 +113,7 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
             if kind == 'sbert':
                 return pyterrier_dr.SBertBiEncoder(rest, batch_size=batch_size)
             return pyterrier_dr.HgfBiEncoder.from_pretrained(rest, batch_size=batch_size)
-    if sep and rest and all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
+    if _names_factory(spec):
         return _factory_of(spec)()
     raise ValueError(f'unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a sentence-'
                      'transformers model name or folder), hf:MODEL (a transformers model, [CLS] vector) or '
@@ -130,6 +130,13 @@ def _quiet_loading():
     finally:
         if bars:
             hf_logging.enable_progress_bar()
+
+
+def _names_factory(spec: str) -> bool:
+    """Whether ``spec`` has the ``package.module:factory`` form (not ``sbert:``/``hf:``)."""
+    kind, sep, rest = spec.partition(':')
+    return bool(sep and rest) and kind not in ('sbert', 'hf') and \
+        all(p.isidentifier() for p in kind.split('.') + rest.split('.'))
 
 
 def _factory_of(spec: str) -> Callable[[], Any]:
@@ -150,9 +157,7 @@ def encoder_factory(encoder) -> Callable[[], Any]:
     if encoder is None:
         encoder = DEFAULT
     if isinstance(encoder, str):
-        kind, sep, rest = encoder.strip().partition(':')
-        if sep and rest and kind not in ('sbert', 'hf') and \
-                all(p.isidentifier() for p in kind.split('.') + rest.split('.')):
+        if _names_factory(encoder.strip()):
             _factory_of(encoder.strip())
         return functools.partial(load_encoder, encoder)
     return encoder

@@ -174,7 +174,6 @@ class OpenAIEngine(Rebuildable, Engine):
         self.chat_template_kwargs = chat_template_kwargs
         self.top_logprobs = top_logprobs
         self._context_length = context_length
-        self._context_unread = False
         self._context_retry_at: Optional[float] = None
         self._tok = tokenizer
         if isinstance(tokenizer, str):
@@ -209,20 +208,19 @@ class OpenAIEngine(Rebuildable, Engine):
             if self._context_retry_at is not None and time.monotonic() < self._context_retry_at:
                 return 8192  # the last request failed moments ago: the guess it warned about, until the next try
             value = self._ask_context_length()
-            if self._context_unread:  # the request failed: 8192 for now, the server is asked again later
+            if value is None:  # the request failed: 8192 for now, the server is asked again later
                 self._context_retry_at = time.monotonic() + float(self.context_retry_s)
-                return value
+                return 8192
             self._context_length = value
         return self._context_length
 
-    def _ask_context_length(self) -> int:
+    def _ask_context_length(self) -> Optional[int]:
         """The server's ``max_model_len`` for the model (vLLM lists it with the models), through the same retries
-        and overall deadline as every request; a value that is not a positive integer, a model the server does not
-        list or a failed request gives 8192 with a warning. A refused key (401/403) stops the run. Only the answers
-        are kept: after a failed request (a server not up yet, restarting) a use at least ``context_retry_s``
-        seconds later asks again, so that an engine made before its server started does not size every prompt for
-        8192 tokens for good."""
-        self._context_unread = False
+        and overall deadline as every request; a value that is not a positive integer or a model the server does
+        not list gives 8192, a failed request None, each with a warning. A refused key (401/403) stops the run.
+        Only answers are kept: after a failed request (a server not up yet, restarting) a use at least
+        ``context_retry_s`` seconds later asks again, so that an engine made before its server started does not
+        size every prompt for 8192 tokens for good."""
         fallback = 'assuming 8192 tokens; pass context_length= to say it'
         url = self._urls[0]
         try:
@@ -231,10 +229,9 @@ class OpenAIEngine(Rebuildable, Engine):
         except AccessRefused:
             raise
         except Exception as ex:  # noqa: BLE001 - said, and the documented fallback is used
-            self._context_unread = True
             warnings.warn(f'{self!r}: could not read the context length of {self.model!r} from {url}/models '
                           f'({redact(str(ex), self._key)[:300]}); {fallback}', stacklevel=3)
-            return 8192
+            return None
         for entry in entries:
             if getattr(entry, 'id', None) == self.model:
                 extra = getattr(entry, 'model_extra', None) or {}
