@@ -37,8 +37,8 @@ row with analysis.SimulatedNavigator(noise=0) (a navigator that reads the qrels:
 (analysis.partition_groups; built once in the workdir). Appends one CSV row per (budget, reranker, system, order)
 as it goes; run again, it skips the runs --out holds (an interrupted run resumes; a --out written with other
 columns is refused) and its last table shows this collection's rows. --per-query FILE appends each query's values
-of those rows (for paired tests across systems; written just before --out, so a run stopped between the two
-writes has its per-query rows twice there).
+of those rows (for paired tests across systems). It and --shares are written before --out, which marks a run
+done: a rerun after a stop between the writes measures that run again and adds only the rows they lack.
 --shares FILE also traces every GAREN search with ``adaptive_interleave`` and appends to FILE how it split its
 expansions between the first stage and the groups (analysis.share_summary: per iteration, and each
 query's last share, over the queries).
@@ -169,6 +169,13 @@ def main(argv=None):
     cell_keys = ['collection', 'budget', 'reranker', 'system', 'noise_seed', 'partition_seed']
     out = analysis.AppendedTable(args.out, [*cell_keys, 'order', 'nDCG@10', 'R@100', 'R@obs', 'seconds'],
                                  keys=cell_keys)  # a rerun skips the runs it holds
+    # written before --out, which marks a run done: a rerun after a stop between the two adds only what they lack
+    per_query_table = analysis.AppendedTable(
+        args.per_query, [*cell_keys, 'order', 'qid', 'nDCG@10', 'R@100', 'R@obs'],
+        keys=[*cell_keys, 'order', 'qid'], flag='--per-query') if args.per_query else None
+    shares_table = analysis.AppendedTable(
+        args.shares, [*cell_keys, 'iteration', 'queries', 'mean', 'sd', 'q10', 'q90'],
+        keys=[*cell_keys, 'iteration'], flag='--shares') if args.shares else None
     try:  # before any artifact is built
         variants = analysis.parse_variants(args.variant)
     except ValueError as ex:
@@ -250,17 +257,15 @@ def main(argv=None):
                     if args.per_query:
                         queries.append(pd.DataFrame({**cell, 'qid': qids, **values}))
                 if queries:
-                    pd.concat(queries).to_csv(args.per_query, mode='a', header=not os.path.exists(args.per_query),
-                                              index=False)
-                rows = pd.DataFrame(rows)
-                out.append(rows)
-                for stage in traced:
-                    shares = analysis.share_summary(analysis.first_stage_shares(stage.last_trace)).assign(
+                    per_query_table.append(pd.concat(queries), missing_only=True)
+                if traced:  # every stage's rows in one write, checked against the rows of earlier runs only
+                    shares = pd.concat([analysis.share_summary(analysis.first_stage_shares(stage.last_trace))
+                                        for stage in traced]).assign(
                         collection=args.dataset, budget=budget, reranker=kind, system=name,
                         noise_seed=args.noise_seed, partition_seed=args.partition_seed)
-                    shares = shares[['collection', 'budget', 'reranker', 'system', 'noise_seed', 'partition_seed',
-                                     *shares.columns[:6]]]
-                    shares.to_csv(args.shares, mode='a', header=not os.path.exists(args.shares), index=False)
+                    shares_table.append(shares[shares_table.columns], missing_only=True)
+                rows = pd.DataFrame(rows)
+                out.append(rows)
                 print(rows.round(4).to_string(header=False, index=False), flush=True)
     table = pd.read_csv(args.out, dtype={'collection': str})
     table = table[table.collection == args.dataset]  # the file may hold other collections' rows too

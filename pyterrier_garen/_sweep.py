@@ -461,14 +461,25 @@ class AppendedTable:
         """Whether the file holds a row of this cell (its ``keys``, compared as written: None as empty)."""
         return tuple(_as_written(cell[k]) for k in self.keys) in self._held
 
-    def append(self, rows: pd.DataFrame) -> None:
-        """Append ``rows`` (exactly :attr:`columns`); the header too when the file is new or empty."""
+    def append(self, rows: pd.DataFrame, missing_only: bool = False) -> int:
+        """Append ``rows`` (exactly :attr:`columns`); the header too when the file is new or empty.
+
+        With ``missing_only``, a row whose cell the file already holds is left out: a file written beside another
+        (per-query rows beside their means) may hold a cell's rows from a run stopped before the other file was
+        written, and that cell is measured again. Returns the number of rows written.
+        """
         if list(rows.columns) != self.columns:
             raise ValueError(f'rows with the columns {list(rows.columns)} cannot go to {self.path}, which holds '
                              f'{self.columns}')
+        keys = [tuple(map(_as_written, key)) for key in rows[self.keys].itertuples(index=False, name=None)]
+        if missing_only:
+            rows = rows[[key not in self._held for key in keys]]
+        if not len(rows):
+            return 0
         new = not self.path.is_file() or not self.path.stat().st_size
         rows.to_csv(self.path, mode='a', header=new, index=False)
-        self._held.update(tuple(map(_as_written, key)) for key in rows[self.keys].itertuples(index=False, name=None))
+        self._held.update(keys)
+        return len(rows)
 
 
 def _as_written(value: Any) -> str:

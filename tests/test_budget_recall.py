@@ -133,3 +133,35 @@ def test_a_run_of_nothing_is_refused_before_anything_is_built(example, tmp_path,
     assert refused.value.code == 2
     assert capsys.readouterr().err.endswith(f'error: {said}\n')
     assert not (tmp_path / 'w').exists()
+
+
+def test_a_run_stopped_between_its_writes_resumes_without_twice_written_rows(example, tmp_path):
+    # --per-query and --shares are written before --out; a stop after them leaves a run --out lacks, measured again
+    from pyterrier_garen.synthetic import make_synthetic
+    make_synthetic(tmp_path / 'collection', docs_per_topic=6, queries_per_topic=1)
+    files = {flag: tmp_path / f'{flag[2:]}.csv' for flag in ('--out', '--per-query', '--shares')}
+    args = ['--dataset', str(tmp_path / 'collection'), '--workdir', str(tmp_path / 'work'), '--budgets', '20',
+            '--sigmas', '0.5', '--systems', 'GAR', '--weights', '0.1', '--variant', 'V:adaptive_interleave=0.5',
+            *[str(part) for flag, path in files.items() for part in (flag, path)]]
+    example.main(args)
+    whole = {flag: path.read_bytes() for flag, path in files.items()}
+    out = pd.read_csv(files['--out'])
+    assert sorted(set(out.system)) == ['GAR', 'V']
+    assert pd.read_csv(files['--shares']).system.unique().tolist() == ['V']
+    # as if stopped after V's per-query and shares rows: --out lacks V's rows
+    lines = whole['--out'].decode().splitlines(keepends=True)
+    kept = [line for line in lines if ',V,' not in line]
+    assert len(kept) < len(lines)
+    files['--out'].write_text(''.join(kept))
+    example.main(args)
+    # V measured again: --out is whole again (its seconds aside), and the two other files hold each row once, as
+    # the unstopped run wrote them
+    assert files['--per-query'].read_bytes() == whole['--per-query']
+    assert files['--shares'].read_bytes() == whole['--shares']
+    pd.testing.assert_frame_equal(pd.read_csv(files['--out']).drop(columns='seconds'), out.drop(columns='seconds'))
+    # a --per-query file of other columns is refused before anything runs
+    other = tmp_path / 'other.csv'
+    other.write_text('qid,score\nq,1\n')
+    with pytest.raises(UsageError, match=r'^--per-query .*other\.csv holds the columns \[\'qid\', \'score\'\]'):
+        example.main([*args[:-4], '--per-query', str(other), '--shares', str(files['--shares'])])
+    assert other.read_text() == 'qid,score\nq,1\n'
