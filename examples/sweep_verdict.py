@@ -171,7 +171,7 @@ def main(argv=None):
         raise SystemExit(f'error: {ex}') from ex
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
-    held = sorted(set(np.where(table.reranker == 'MiniLM', 'MiniLM', 'sigma=' + table.sigma.map('{:g}'.format))))
+    held = sorted(set(analysis.reranker_labels(table)))
     chosen = [r for r in args.rerankers if r in held]
     why_empty = None if chosen else (f'none of --rerankers {" ".join(args.rerankers)} is in the CSVs (they hold '
                                      f'{" ".join(held)})')

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ._params import check_number
-from ._sweep import KEYS, MEASURES, _config_key
+from ._sweep import KEYS, MEASURES, reranker_labels
 
 __all__ = ['load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins', 'fusion_weight_margins',
            'cost_matched_margins', 'COST_COLUMNS', 'budget_values', 'coverage_gaps',
@@ -48,7 +48,7 @@ _MEASURES = MEASURES
 
 def _label(frame: pd.DataFrame) -> pd.Series:
     """``'sigma=0.25'`` / ``'MiniLM'`` per row, as the sweep's summaries name the rerankers."""
-    return pd.Series(_config_key(frame), index=frame.index)
+    return pd.Series(reranker_labels(frame), index=frame.index)
 
 
 def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]]) -> pd.DataFrame:

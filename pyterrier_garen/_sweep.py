@@ -328,7 +328,9 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     return table[SWEEP_COLUMNS], perquery
 
 
-def _config_key(frame: pd.DataFrame) -> pd.Series:
+def reranker_labels(frame: pd.DataFrame) -> np.ndarray:
+    """Each sweep row's reranker as the summaries and verdicts name it: ``'MiniLM'`` or ``'sigma=<sigma>'`` (``%g``:
+    ``sigma=1``, ``sigma=0.25``)."""
     return np.where(frame.reranker == 'MiniLM', 'MiniLM', 'sigma=' + frame.sigma.map('{:g}'.format))
 
 
@@ -340,7 +342,7 @@ def _budget_keys(frame: pd.DataFrame) -> List[str]:
 def sweep_summary(table: pd.DataFrame, measure: str = 'nDCG@10') -> pd.DataFrame:
     """Mean with min-max over seeds, one row per system (per budget and system when there are several budgets), one
     column per reranker (``sigma=...`` / ``MiniLM``)."""
-    frame = table.assign(config=_config_key(table))
+    frame = table.assign(config=reranker_labels(table))
     rows = [*_budget_keys(frame), 'system']
     stats = frame.groupby([*rows, 'config'], sort=False)[measure].agg(['mean', 'min', 'max'])
     cells = stats.apply(lambda r: f"{r['mean']:.4f} ({r['min']:.3f}-{r['max']:.3f})", axis=1)
@@ -362,7 +364,7 @@ def sweep_tests(perquery: pd.DataFrame, baseline: str = 'GAREN') -> pd.DataFrame
         baseline itself; ``budget`` only when ``perquery`` has one).
     """
     from scipy.stats import ttest_rel
-    frame = perquery.assign(config=_config_key(perquery))
+    frame = perquery.assign(config=reranker_labels(perquery))
     per_budget = 'budget' in frame.columns
     if not per_budget:  # one (unnamed) budget
         frame = frame.assign(budget=0)

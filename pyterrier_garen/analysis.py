@@ -40,8 +40,8 @@ from ._frames import numeric_order
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
 from ._sweep import (SWEEP_COLUMNS, SWEEP_SYSTEMS, AppendedTable, check_sweep_arguments, check_variants, judged_topics,
-                     parse_variants, partition_groups, plot_strength_sweep, strength_sweep, sweep_plot_file,
-                     sweep_summary, sweep_tests)
+                     parse_variants, partition_groups, plot_strength_sweep, reranker_labels, strength_sweep,
+                     sweep_plot_file, sweep_summary, sweep_tests)
 
 __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_noise', 'doc_hops', 'group_hops',
            'gold_hops',
@@ -55,7 +55,8 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'fusion_weight_margins', 'cost_matched_margins', 'budget_values', 'coverage_gaps', 'strength_response',
            'load_per_query', 'per_query_path', 'parse_sweep_files', 'stratified_paired_test',
            'stratified_paired_interval', 'ALPHA',
-           'claims_report', 'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps',
+           'claims_report', 'reranker_labels',
+           'sweep_provenance', 'provenance_notes', 'vectors_precision', 'budget_swaps',
            'AppendedTable']
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from pyterrier_garen._compare import evaluation_qrels, format_comparison, garen_plus_legend, save_comparison, \
     vectors_precision
-from pyterrier_garen._sweep import _budget_keys, _config_key, _evaluate, judged_topics, plot_strength_sweep, \
+from pyterrier_garen._sweep import _budget_keys, reranker_labels, _evaluate, judged_topics, plot_strength_sweep, \
     sweep_plot_file, sweep_summary, sweep_tests
 
 
@@ -385,7 +385,7 @@ def test_config_and_budget_keys():
     frame = _sweep_rows([('A', 'simulated', 0.25, 0, 42, 100, 0, 0), ('A', 'simulated', 1.0, 0, 42, 100, 0, 0),
                          ('A', 'MiniLM', np.nan, np.nan, 42, 100, 0, 0), ('A', 'simulated', 10.0, 0, 42, 100, 0, 0),
                          ('A', 'simulated', 1e-5, 0, 42, 100, 0, 0)])
-    assert list(_config_key(frame)) == ['sigma=0.25', 'sigma=1', 'MiniLM', 'sigma=10', 'sigma=1e-05']
+    assert list(reranker_labels(frame)) == ['sigma=0.25', 'sigma=1', 'MiniLM', 'sigma=10', 'sigma=1e-05']
     assert _budget_keys(frame) == []
     assert _budget_keys(frame.drop(columns='budget')) == []
     assert _budget_keys(frame.assign(budget=[50, 50, 100, 50, 50])) == ['budget']
