@@ -83,7 +83,8 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
             filled; anything else there (a file, a link, a folder of other files) is refused, left untouched. The
             package is unpacked beside the folder and moved in when complete; a killed load leaves no folder, and
             its temporary is removed by the next load.
-        **kwargs: passed to the artifact's constructor.
+        **kwargs: passed to the artifact's constructor (the package is checked without them: one its class refuses
+            is that class's error, and the unpacked folder is kept).
 
     Returns:
         The artifact (``pt.Artifact.load`` of the unpacked folder), e.g. a ``GroupCorpusGraph``.
@@ -108,7 +109,7 @@ def load_package(package: Union[str, Path], folder: Optional[Union[str, Path]] =
         if target.is_symlink() or read_meta(target) is None:
             _check_destination(package, target)
             with building(target, _UNPACKED) as out:  # a killed load's temporary is removed by the next one
-                _unpack(package, out, **kwargs)
+                _unpack(package, out)
     return pt.Artifact.load(str(target), **kwargs)
 
 
@@ -145,7 +146,7 @@ def _refuse(package: Path, problem: str) -> PackageError:
                         'artifact.build_package(path)')
 
 
-def _unpack(package: Path, out: Path, **kwargs) -> None:
+def _unpack(package: Path, out: Path) -> None:
     """Unpack ``package`` into the fresh folder ``out``: regular files and folders only, each inside ``out``; the
     result must match the package's ``.json`` record (when beside it) and open as an artifact."""
     _check_record(package)
@@ -178,7 +179,7 @@ def _unpack(package: Path, out: Path, **kwargs) -> None:
             raise
         raise _refuse(package, f'cannot be read ({type(ex).__name__}: {one_line(ex)[:200] or "truncated"}): it is '
                       'truncated, damaged or not a .tar/.tar.lz4 package') from None
-    _check_unpacked(package, out, **kwargs)
+    _check_unpacked(package, out)
 
 
 def _member_path(package: Path, member: tarfile.TarInfo, count: int, seen: set) -> str:
@@ -216,12 +217,14 @@ def _check_record(package: Path) -> None:
                       ' it is truncated or damaged')
 
 
-def _check_unpacked(package: Path, out: Path, **kwargs) -> None:
-    """The unpacked folder must be an artifact that opens, before it is moved to the destination."""
+def _check_unpacked(package: Path, out: Path) -> None:
+    """The unpacked folder must be an artifact that opens, before it is moved to the destination. It is opened
+    without the caller's arguments: an argument its class refuses is the caller's mistake, said by that class when
+    :func:`load_package` opens the folder, not a damaged package."""
     import pyterrier as pt
     try:
         read_meta_file(out, fix='')
-        pt.Artifact.load(str(out), **kwargs)
+        pt.Artifact.load(str(out))
     except Exception as ex:  # noqa: BLE001 - whatever the artifact's class raises, said in the one line
         if isinstance(ex, OSError) and resource_error(ex, out, 'read') is not ex:
             raise
