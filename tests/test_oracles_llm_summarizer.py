@@ -375,3 +375,17 @@ def test_the_prompt_overhead_is_counted_with_the_number_of_documents():
     summarizer = LLMSummarizer(engine, max_tokens=100)
     engine._context_length = _overhead(engine, 3) + 100 + 144  # a share of 48 each: every document
     assert len(_bodies(summarizer.conversation(_docs(3, 1, prefix='')))) == 3
+
+
+def test_room_for_eight_tokens_is_enough_and_a_document_never_falls_below_eight():
+    """The refusal's edge: 8 tokens of room after the prompt and max_tokens is served (one document of 8 words, two
+    tokens over: a document keeps 8), 7 is refused. With 9 the cut lands at 9 - 3 = 6, and 8 is kept."""
+    engine = StubEngine()
+    summarizer = LLMSummarizer(engine, max_tokens=100)
+    for room in (8, 9):
+        engine._context_length = _overhead(engine, 1) + 100 + room
+        [body] = _bodies(summarizer.conversation(_docs(1, 30)))
+        assert len(body.split()) == 8
+    engine._context_length = _overhead(engine, 1) + 100 + 7
+    with pytest.raises(ValueError, match='lower max_tokens='):
+        summarizer.conversation(_docs(1, 30))
