@@ -16,12 +16,16 @@ Every artifact the project writes goes through :func:`building` (a folder) or :f
   offers one, else a backup folder that the next open or build of the path moves back, and that is never removed
   while it is the only complete copy;
 * errors of the file system (disk full, no permission, read-only) become a :class:`ResourceError` naming the path,
-  the cause and the fix (:func:`resource_error`, the one helper every reader and writer uses).
+  the cause and the fix (:func:`resource_error`, the one helper every reader and writer uses);
+* a build may record the size and SHA-256 of each of its files in the artifact (:data:`FILES_RECORD`, written
+  last inside the temporary: ``building(..., record=True)``, :func:`record_files`), which a reuse checks before it
+  trusts them (:func:`pyterrier_garen._checks.check_recorded_files`).
 """
 from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import json
 import os
 import re
@@ -32,8 +36,8 @@ from pathlib import Path
 from typing import Any, Dict, Iterator, Optional, Tuple, Union
 
 __all__ = ['building', 'exclusive', 'clean_stale', 'recover', 'atomic_write', 'write_json', 'write_array', 'read_meta',
-           'open_no_follow', 'resource_error', 'resource_errors', 'ArtifactKindError', 'ArtifactBusyError',
-           'ResourceError']
+           'open_no_follow', 'resource_error', 'resource_errors', 'record_files', 'rerecord_file', 'file_sha256',
+           'FILES_RECORD', 'ArtifactKindError', 'ArtifactBusyError', 'ResourceError']
 
 
 class ArtifactBusyError(RuntimeError):
@@ -469,11 +473,72 @@ def _swap(tmp: Path, path: Path) -> None:
     _discard(old, path)
 
 
+#: The file inside a folder artifact in which its build records the size and SHA-256 of each of its regular files
+#: (links excluded): ``{"format_version": 1, "files": {"<path inside the folder>": {"size": N, "sha256": HEX}}}``.
+#: Files added later (another BM25 parameter set of PISA, a graph inside the vectors' folder) are not in it.
+FILES_RECORD = 'garen_files.json'
+
+
+def file_sha256(path: Union[str, Path]) -> str:
+    """The SHA-256 (hex) of a file's content, read in chunks of 1 MiB without following a link at ``path``."""
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, 'rb') as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b''):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _entry(file: Path) -> Dict[str, Any]:
+    return {'size': os.lstat(file).st_size, 'sha256': file_sha256(file)}
+
+
+def record_files(folder: Union[str, Path]) -> Dict[str, Dict[str, Any]]:
+    """Write :data:`FILES_RECORD` in ``folder``: the size and SHA-256 of every regular file under it (links, and
+    the record itself, left out). Called last in a build, when no file of the artifact changes any more. Returns
+    the files recorded."""
+    import stat
+    folder = Path(folder)
+    files = {}
+    for base, dirs, names in os.walk(folder):  # links to folders are not followed
+        dirs.sort()
+        for name in sorted(names):
+            file = Path(base) / name
+            relative = file.relative_to(folder).as_posix()
+            if relative != FILES_RECORD and stat.S_ISREG(os.lstat(file).st_mode):
+                files[relative] = _entry(file)
+    write_json(folder / FILES_RECORD, {'format_version': 1, 'files': files})
+    return files
+
+
+def rerecord_file(file: Union[str, Path]) -> bool:
+    """After the project itself rewrote ``file`` in place (e.g. a repaired ``docnos.npids``): its new size and
+    SHA-256 in the :data:`FILES_RECORD` of its folder, when that records it. Writes nothing otherwise; returns
+    whether the record was updated."""
+    file = Path(file)
+    record = file.parent / FILES_RECORD
+    if record.is_symlink() or not record.is_file():
+        return False
+    try:
+        data = json.loads(record.read_text(encoding='utf8'))
+    except ValueError:
+        return False  # a damaged record: the next reuse names it
+    files = data.get('files') if isinstance(data, dict) else None
+    if not isinstance(files, dict) or file.name not in files:
+        return False
+    files[file.name] = _entry(file)
+    write_json(record, data)
+    return True
+
+
 @contextlib.contextmanager
-def building(path: Union[str, Path], kind: Tuple[str, str], *, overwrite: bool = False) -> Iterator[Path]:
+def building(path: Union[str, Path], kind: Tuple[str, str], *, overwrite: bool = False,
+             record: bool = False) -> Iterator[Path]:
     """Build a folder artifact beside ``path`` and swap it in when the block completes.
 
-    Yields the temporary folder to write into (it must end up with a ``pt_meta.json``). An interrupted swap of
+    Yields the temporary folder to write into (it must end up with a ``pt_meta.json``). With ``record``, the size
+    and SHA-256 of each of its files are recorded in it (:func:`record_files`) once the block completes, before the
+    swap. An interrupted swap of
     ``path`` is undone first (:func:`recover`), then stale temporaries of ``path`` from killed builds are removed.
     On an exception the temporary is removed and ``path`` is unchanged. Errors of the file system (disk full, no
     permission, read-only) name the path, the cause and the fix (:func:`resource_error`).
@@ -503,6 +568,8 @@ def building(path: Union[str, Path], kind: Tuple[str, str], *, overwrite: bool =
                 if read_meta(tmp) is None:
                     raise RuntimeError(f'internal error: the build of {path} wrote no pt_meta.json')
                 _no_escaping_links(tmp)
+                if record:
+                    record_files(tmp)
                 os.chmod(tmp, 0o755)
                 if replace and path.exists():
                     _swap(tmp, path)

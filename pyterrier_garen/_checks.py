@@ -19,7 +19,7 @@ import numpy as np
 from ._atomic import resource_errors
 
 __all__ = ['ArtifactError', 'read_meta_file', 'check_links', 'check_np_topk', 'check_flex', 'metadata_adapter',
-           'clean_file_temporaries', 'is_temporary']
+           'clean_file_temporaries', 'is_temporary', 'check_recorded_files']
 
 DAMAGED = 'the artifact is damaged: rebuild or re-download it'
 
@@ -197,6 +197,72 @@ def check_flex(path: Union[str, Path]) -> Dict[str, Any]:
             raise ArtifactError(f'{meta_file} declares doc_count={docs}, but docnos.npids holds {count} docnos; delete '
                                 'the folder to encode again')
     return meta
+
+
+def _recorded(folder: Path, fix: str) -> Optional[Dict[str, Any]]:
+    """The ``files`` of the folder's :data:`~pyterrier_garen._atomic.FILES_RECORD`; ``None`` when there is none."""
+    from ._atomic import FILES_RECORD
+    record = folder / FILES_RECORD
+    if not record.is_symlink() and not record.exists():
+        return None
+    if record.is_symlink() or not record.is_file():
+        raise ArtifactError(f'{record} is not a file (a link or a folder), where the build recorded the size and '
+                            f'SHA-256 of each file; {fix}')
+    with resource_errors(record, 'read'):
+        data = record.read_bytes()
+    try:
+        files = json.loads(data.decode('utf8'), parse_constant=_not_strict).get('files')
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        files = None
+    good = isinstance(files, dict) and all(
+        isinstance(entry, dict) and isinstance(entry.get('sha256'), str) and isinstance(entry.get('size'), int)
+        and not name.startswith('/') and '..' not in name.split('/') and name not in ('', '.')
+        for name, entry in files.items())
+    if not good:
+        raise ArtifactError(f'{record} is damaged (not the record of the files\' sizes and SHA-256 its build '
+                            f'writes); {fix}')
+    return files
+
+
+def check_recorded_files(folder: Union[str, Path], what: str) -> bool:
+    """Check that every file the build recorded in ``folder``'s :data:`~pyterrier_garen._atomic.FILES_RECORD` is
+    still there with its recorded size and SHA-256 (files not in the record are not looked at). Reads only.
+
+    ``what`` names the artifact in the message (``'PISA index'``, ``'vectors'``, ...). Returns ``False`` when the
+    folder holds no record (built by an earlier version: not checked), ``True`` when every recorded file matches.
+
+    Raises:
+        ArtifactError: naming the artifact, every recorded file that is missing, not a regular file, or differs in
+            size or SHA-256, and the fix (delete the folder and rerun: prepare rebuilds it).
+    """
+    import stat
+
+    from ._atomic import FILES_RECORD, file_sha256
+    folder = Path(folder)
+    fix = f'delete {folder} and rerun (prepare rebuilds it; nothing else is lost)'
+    files = _recorded(folder, fix)
+    if files is None:
+        return False
+    problems = []
+    for name, entry in sorted(files.items()):
+        file = folder / name
+        with resource_errors(file, 'read'):
+            try:
+                info = os.lstat(file)
+            except (FileNotFoundError, NotADirectoryError):
+                problems.append(f'{name} is missing')
+                continue
+            if not stat.S_ISREG(info.st_mode):
+                problems.append(f'{name} is not a regular file (a link or a folder)')
+            elif info.st_size != entry['size']:
+                problems.append(f'{name} has {info.st_size} bytes, not the {entry["size"]} built')
+            elif file_sha256(file) != entry['sha256'].lower():
+                problems.append(f'{name} differs from what was built (same size, another SHA-256)')
+    if problems:
+        shown = ', '.join(problems[:5]) + (f' and {len(problems) - 5} more' if len(problems) > 5 else '')
+        raise ArtifactError(f'{folder} ({what}) is damaged: {shown} (checked against {FILES_RECORD}, written when '
+                            f'it was built); the file was damaged on disk or replaced: {fix}')
+    return True
 
 
 #: files by which a folder is recognised as a GroupCorpusGraph even when its pt_meta.json is lost

@@ -86,18 +86,22 @@ def encode_corpus(dataset, path: Union[str, Path], *, encoder=None, verbose: boo
     with exclusive(path):  # a second run encoding the same folder waits, then reuses (the chunks are written once)
         recover(path)
         index = pyterrier_dr.FlexIndex(str(path), verbose=False)
-        if read_meta(path) is None:  # FlexIndex.built() takes any existing folder (an empty one too) for built
+        reused = read_meta(path) is not None
+        if not reused:  # FlexIndex.built() takes any existing folder (an empty one too) for built
             check_target(Path(path), ('dense_index', 'flex'), overwrite=False)  # a user's folder: before encoding
             docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
             store, vectors = encode_chunked(docs, path, encoder=encoder, batch_size=batch_size, precision=precision,
                                             ray=ray, verbose=verbose)
-            with building(path, ('dense_index', 'flex')) as tmp:
+            with building(path, ('dense_index', 'flex'), record=True) as tmp:
                 tmp.rmdir()  # FlexIndex's indexer creates the folder itself
                 pyterrier_dr.FlexIndex(str(tmp), verbose=False).indexer().index(vectors)
                 _write_encoding_record(tmp, store.manifest)
+                repair_docnos(tmp / 'docnos.npids')  # before the files are recorded: a reuse rewrites nothing
             store.remove()
             index = pyterrier_dr.FlexIndex(str(path), verbose=False)
-    from ._checks import check_flex
+    from ._checks import check_flex, check_recorded_files
+    if reused:
+        check_recorded_files(path, 'vectors')  # the recorded files' sizes and SHA-256, before they are read
     check_flex(path)  # sizes, counts and links, before the vectors are trusted
     _check_precision(path, precision)
     if repair_docnos(Path(path) / 'docnos.npids'):
@@ -430,9 +434,10 @@ def repair_docnos(path: Union[str, Path]) -> bool:
             return False
         except ValueError:
             docnos = [str(d) for d in lookup.fwd[np.arange(len(lookup))]]
-    from ._atomic import resource_errors
+    from ._atomic import rerecord_file, resource_errors
     with resource_errors(path):
         write_docnos(docnos, path)
+        rerecord_file(path)  # a rewrite of the project's own: the artifact's record of its files follows it
     return True
 
 
@@ -492,24 +497,29 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
         k = count - 1
     batch = graph_batch(count, k)
     half_built = Path(index.index_path) / f'corpusgraph_k{k}'
-    from ._atomic import exclusive
-    from ._checks import check_np_topk
+    from ._atomic import exclusive, record_files
+    from ._checks import check_np_topk, check_recorded_files
     # pyterrier_dr builds the graph inside the vectors' folder, in place: the folder's lock keeps a second run from
     # taking a graph being written for a half-built one (it waits, then reuses the graph)
     with exclusive(index.index_path) if not (half_built / 'pt_meta.json').is_file() else contextlib.nullcontext():
         if half_built.is_dir() and not half_built.is_symlink() and not (half_built / 'pt_meta.json').is_file():
             shutil.rmtree(half_built)  # an interrupted build (pyterrier_dr writes pt_meta.json last)
+        larger = _larger_graph(Path(index.index_path), k)
+        reused = (half_built / 'pt_meta.json').is_file()
+        if larger is not None or reused:  # the recorded files of the graph used, before anything reads them
+            check_recorded_files(larger or half_built, 'dense k-NN graph')
         for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any
             check_np_topk(built.parent)
-        larger = _larger_graph(Path(index.index_path), k)
         if larger is not None:  # pyterrier_dr would load it through an abstract class, and fail (pyterrier_dr 0.x)
-            graph = pt.Artifact.load(str(larger)).to_limit_k(k)
+            graph = pt.Artifact.load(str(larger)).to_limit_k(k)  # cut to k in memory: nothing is written
             check_docnos(graph._docnos)  # an np_topk graph cut to k: the same docno table
             return graph
         with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
             # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
             warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
             graph = index.corpus_graph(k, batch_size=batch)
+        if not reused:  # built in place by pyterrier_dr (pt_meta.json last): its files recorded once it is complete
+            record_files(half_built)
     check_docnos(graph._docnos)
     return graph
 
@@ -572,13 +582,16 @@ def bm25_index(dataset, path: Union[str, Path], *, threads: int = 1, stemmer: st
         index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
         if not index.built():
             docs = list(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset))
-            with building(path, ('sparse_index', 'pisa')) as tmp:
+            with building(path, ('sparse_index', 'pisa'), record=True) as tmp:
                 tmp.rmdir()
                 new = pyterrier_pisa.PisaIndex(str(tmp), stemmer=stemmer, threads=threads, text_field='text')
                 with _quiet_native_output(not verbose):
                     new.index(docs)
                     new.bm25(k1=0.9, b=0.4)  # PISA compiles its BM25 block-max index on first use
             index = pyterrier_pisa.PisaIndex(str(path), stemmer=stemmer, threads=threads, text_field='text')
+        else:  # before PISA reads a file: a damaged one may abort the whole process in native code
+            from ._checks import check_recorded_files
+            check_recorded_files(path, 'PISA index')
     return index
 
 
@@ -624,6 +637,8 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
                 'a corpus graph not built from a retriever (pyterrier-dr\'s dense graph has no package_hint)'
             raise ArtifactKindError(f'{path} holds {held}, not a BM25 corpus graph; it is left untouched: choose '
                                     'another output folder')
+        from ._checks import check_recorded_files
+        check_recorded_files(path, 'BM25 corpus graph')
         graph = load_corpus_graph(path)
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
             graph = load_corpus_graph(path)
@@ -650,7 +665,7 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
     if not docs:
         raise ValueError(f'{dataset!r} has no documents; a corpus graph needs at least two')
     from ._atomic import building
-    with building(path, ('corpus_graph', 'np_topk')) as tmp:
+    with building(path, ('corpus_graph', 'np_topk'), record=True) as tmp:
         tmp.rmdir()
         CorpusGraph.from_retriever(retriever, iter(docs), str(tmp), k=k, batch_size=batch_size)
         repair_docnos(tmp / 'docnos.npids')
