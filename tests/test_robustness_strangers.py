@@ -141,6 +141,10 @@ def test_dense_graph_with_empty_meta_is_a_clear_error(tmp_path):
     index = pyterrier_dr.FlexIndex(str(tmp_path / 'v.flex'))
     graph = dense_corpus_graph(index, k=3)
     (graph.path / 'pt_meta.json').write_text('')
+    with pytest.raises(ArtifactError, match=r'corpusgraph_k3 \(dense k-NN graph\) is damaged: pt_meta.json has 0 '
+                                            r'bytes, not the \d+ built'):  # the record of its files, checked first
+        dense_corpus_graph(pyterrier_dr.FlexIndex(str(tmp_path / 'v.flex')), k=3)
+    (graph.path / 'garen_files.json').unlink()  # a graph built by an earlier version
     with pytest.raises(ArtifactError, match=r'corpusgraph_k3/pt_meta.json is empty'):
         dense_corpus_graph(pyterrier_dr.FlexIndex(str(tmp_path / 'v.flex')), k=3)
 
