@@ -389,3 +389,8 @@ def test_room_for_eight_tokens_is_enough_and_a_document_never_falls_below_eight(
     engine._context_length = _overhead(engine, 1) + 100 + 7
     with pytest.raises(ValueError, match='lower max_tokens='):
         summarizer.conversation(_docs(1, 30))
+    # below 48 the share starts at 40 whatever the room: a document of 40 words in 39 tokens of room takes 42 tokens,
+    # 3 over, and is cut to 40 - 3 - 1 = 36 (from a share of 41 the cut would keep 37)
+    engine._context_length = _overhead(engine, 1) + 100 + 39
+    [body] = _bodies(summarizer.conversation(_docs(1, 40)))
+    assert len(body.split()) == 36
