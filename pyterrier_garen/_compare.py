@@ -405,14 +405,18 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     qrels = evaluation_qrels(dataset, binary=binary)
     check_some_query_judged(topics, total_queries, qrels, dataset)
     relevant = set(qrels.loc[qrels.label > 0, 'qid'].astype(str))
-    if not topics.qid.astype(str).isin(relevant).any():
+    measured = topics[topics.qid.astype(str).isin(relevant)]
+    if measured.empty:
         warnings.warn(f'compare: none of the {_count(len(topics), "query", "queries")} evaluated has a relevant '
                       'document (a label above 0), so every measure is 0 and no system can be told from another; '
                       'check the qrels (relevant documents need a positive label)', stacklevel=2)
+        measured = topics
+    # the measures are over the queries with a relevant document, as every sweep's (judged_topics): a query judged
+    # only 0 or below scores 0 in every system, and counting it lowered every mean and diluted the paired tests
     prepared = prepare(dataset, workdir, verbose=verbose)
     # the first stage once: checked here, then every system starts from these results (as strength_sweep's do)
-    first = bm25_first_stage(prepared)(topics)
-    judged = topics[topics.qid.astype(str).isin(set(qrels.qid.astype(str)))]  # what the measures are over
+    first = bm25_first_stage(prepared)(measured)
+    judged = measured[measured.qid.astype(str).isin(set(qrels.qid.astype(str)))]  # what the measures are over
     check_first_stage(first, judged, context='compare')
     warn_budget_covers_collection(budget, len(prepared.groups), context='compare')
     spec, (reranker, nav) = reranker, cpu_components(prepared, navigator=navigator)
@@ -426,7 +430,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
     excluded = bool((all_qrels.label == -100).any())
     names = list(pipelines)
     baseline = names.index('GAREN') if 'GAREN' in names else None
-    progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(topics)} queries',
+    progress = pt.tqdm(total=len(names), desc=f'running {len(names)} systems on {len(measured)} queries',
                        unit='system', disable=not verbose)
     counts: Dict[str, pd.Series] = {}  # documents per query of each system, before any excluded are removed
     systems_run = [pipe >> _Done(progress, name, counts) for name, pipe in pipelines.items()]
@@ -440,7 +444,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         warnings.filterwarnings('ignore', category=RuntimeWarning, module=r'scipy\.')
         # compare said it for the collection (above); each search would say it again
         warnings.filterwarnings('ignore', message=COVERS_COLLECTION, category=UserWarning)
-        table = pt.Experiment(systems_run, topics, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
+        table = pt.Experiment(systems_run, measured, qrels, [nDCG @ 10, R @ 100], names=names, baseline=baseline,
                               plan='tree', verbose=False, validate='ignore')
     measures = [str(nDCG @ 10), str(R @ 100)]
     table = table[['name', *measures, *[c for c in table.columns if c not in ('name', *measures)]]]
@@ -453,6 +457,7 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'queries': len(topics),
         'total_queries': total_queries,
         'judged_queries': int(topics.qid.astype(str).isin(qrels.qid.astype(str)).sum()),
+        'relevant_queries': int(topics.qid.astype(str).isin(relevant).sum()),  # the queries measured (when any)
         'labels': qrels.attrs['labels'],
         'excluded_removed': excluded,
         'budget': budget,
@@ -501,6 +506,9 @@ def format_comparison(table: pd.DataFrame) -> str:
             queries += f" (first {run['queries']} of {run['total_queries']})"
         if run['judged_queries'] < run['queries']:
             queries += f", {run['judged_queries']} with relevance labels"
+        relevant = run.get('relevant_queries', run['judged_queries'])
+        if 0 < relevant < run['judged_queries']:
+            queries += f', {relevant} with a relevant document (label > 0): the measures are over those {relevant}'
         lines += [f"collection:  {run['collection']}, {run['documents']:,} documents; {queries}",
                   f"labels:      {run['labels']}" + ('; excluded documents (label -100) removed from every run'
                                                      if run['excluded_removed'] else ''),
@@ -527,7 +535,7 @@ def format_comparison(table: pd.DataFrame) -> str:
     if baseline is None and any(c.endswith(' p-value') for c in table.columns):
         baseline = 'the baseline'
     if baseline:
-        n = run.get('judged_queries', 'the')
+        n = run.get('relevant_queries') or run.get('judged_queries', 'the')
         lines += ['',
                   f'"<measure> +" / "<measure> -": queries on which a system scores higher / lower than {baseline} '
                   f'(the baseline, hence its empty row);',

@@ -134,6 +134,7 @@ def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection, capf
     groups = prepared.groups.group_stats()['groups']
     assert run == {
         'collection': str(dataset.name), 'documents': 160, 'queries': 16, 'total_queries': 16, 'judged_queries': 16,
+        'relevant_queries': 16,
         'labels': table.attrs['labels'], 'excluded_removed': False, 'budget': 30, 'fusion': 0.0, 'final_order': None,
         'first_stage': 'PISA BM25 (porter2, k1=0.9, b=0.4, title + text), top 1000',
         'reranker': 'test_oracles_compare_run:simulated(prepared)', 'listwise': False,
@@ -424,6 +425,39 @@ def test_queries_without_a_relevant_document_are_warned_about(collection, tmp_pa
         warnings.simplefilter('error', UserWarning)
         garen.compare(garen.LocalDataset(folder), workdir=tmp_path / 'work2', budget=30, navigator='vote',
                       reranker=SPEC, systems=['BM25'])
+
+
+def test_queries_judged_only_0_or_below_are_not_measured(collection, tmp_path, capfd):
+    # the sweeps measure the queries with a relevant document (judged_topics); compare counted a query judged only
+    # 0 or -1 as a 0 for every system: on a collection where 34 of 49 judged queries had no relevant document, its
+    # means were a third of the sweep's for the same runs, and its paired tests were over 49 queries
+    root, dataset, prepared = collection
+    folder = tmp_path / 'collection'
+    shutil.copytree(root / 'collection', folder)
+    topics = dataset.get_topics()
+    blank = set(topics.qid[:5].astype(str))
+    lines = (folder / 'qrels.txt').read_text().splitlines()
+    (folder / 'qrels.txt').write_text(''.join(
+        line.rsplit(' ', 1)[0] + (' -1' if i % 2 else ' 0') + '\n' if line.split()[0] in blank else line + '\n'
+        for i, line in enumerate(lines)))
+    ds = garen.LocalDataset(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        table = garen.compare(ds, workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
+                              systems=['BM25', 'GAREN'])
+    pipes = {n: p for n, p in _pipelines(prepared).items() if n in ('BM25', 'GAREN')}
+    measured = topics[~topics.qid.astype(str).isin(blank)]
+    _assert_rows(table, _expected(pipes, measured, garen.evaluation_qrels(ds)))
+    everything = _expected(pipes, topics, garen.evaluation_qrels(ds))  # the mean over 16, five of them 0
+    assert everything.loc['GAREN', 'R@100'] == pytest.approx(table.set_index('name').loc['GAREN', 'R@100'] * 11 / 16)
+    run = table.attrs['run']
+    assert (run['queries'], run['judged_queries'], run['relevant_queries']) == (16, 16, 11)
+    text = garen.format_comparison(table).splitlines()
+    assert text[0] == (f'collection:  {ds.name}, 160 documents; 16 queries, 11 with a relevant document (label > 0): '
+                       'the measures are over those 11')
+    assert [line for line in text if 'p-value": two-sided' in line] == [
+        '"<measure> p-value": two-sided paired t-test against GAREN over 11 queries, not corrected for multiple '
+        'comparisons.']
 
 
 def test_one_query_not_judged_is_named_in_the_singular():
