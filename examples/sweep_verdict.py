@@ -92,10 +92,22 @@ def load_inputs(files, paired, system):
     return table, provenance, perquery
 
 
+def held_rerankers(table):
+    """The rerankers the sweep rows hold, named as ``--rerankers`` names them (``sigma=0.5``, ``MiniLM``)."""
+    return sorted(set(analysis.reranker_labels(table)))
+
+
 def print_gaps(result, table, systems, budgets, rerankers, otherwise='at the budgets and rerankers asked for'):
     """Under an empty table of cells, why: what the CSVs lack of the systems, budgets and rerankers asked for
-    (``otherwise``: the reason when they lack nothing)."""
+    (``otherwise``: the reason when they lack nothing); under a table that has cells, the cells asked for that some
+    collection holds but not every one (they were left out without a word)."""
     if len(result):
+        held, budgets_held = held_rerankers(table), set(table.budget)
+        gaps = analysis.coverage_gaps(table, systems,
+                                      budgets=None if budgets is None else [b for b in budgets if b in budgets_held],
+                                      rerankers=None if rerankers is None else [r for r in rerankers if r in held])
+        if gaps:
+            print('\nleft out, as not every collection has them for ' + ', '.join(systems) + f': {"; ".join(gaps)}')
         return
     gaps = analysis.coverage_gaps(table, systems, budgets=budgets, rerankers=rerankers)
     if gaps:
@@ -171,8 +183,13 @@ def main(argv=None):
         raise SystemExit(f'error: {ex}') from ex
     collections = list(dict.fromkeys(table.collection))
     print(f'collections: {", ".join(collections)}; {args.system} against the best of {", ".join(args.baselines)}\n')
-    held = sorted(set(analysis.reranker_labels(table)))
+    held = held_rerankers(table)
     chosen = [r for r in args.rerankers if r in held]
+    unnamed = [r for r in held if r not in args.rerankers]
+    if unnamed:  # their rows left tables 1 and 2 without a word (a sweep's sigma=2 falling with the budget)
+        print(f'left out: the CSVs also hold {" ".join(unnamed)}, which --rerankers does not name (tables 1 and 2 '
+              f'show {" ".join(chosen) or "none"}); name {"it" if len(unnamed) == 1 else "them"} in --rerankers to see '
+              f'{"its" if len(unnamed) == 1 else "their"} rows\n')
     why_empty = None if chosen else (f'none of --rerankers {" ".join(args.rerankers)} is in the CSVs (they hold '
                                      f'{" ".join(held)})')
 

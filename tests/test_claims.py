@@ -211,6 +211,36 @@ def test_sweep_verdict_command(tmp_path, capsys):
     assert text.rstrip().endswith('- every file was written by code dddd4444 with the same package versions')
 
 
+def test_sweep_verdict_says_which_rows_it_left_out(tmp_path, capsys):
+    # a: sigma 0.5 and 2, b: sigma 0.5 and 1. The sigma=2 rows (S falls .2 there) are not among the default
+    # --rerankers, and sigma=1 is not in every collection: both left tables 1 and 2 without a word
+    script = load_script('examples/sweep_verdict.py')
+    specs = []
+    for collection, other in (('a', 'sigma=2'), ('b', 'sigma=1')):
+        for system in ('S', 'B1'):
+            for r in ('sigma=0.5', other):
+                fall = .2 if (system, r) == ('S', 'sigma=2') else 0
+                specs += [(collection, system, r, 0, 42, 100, .5, .6),
+                          (collection, system, r, 0, 42, 200, .5, .6 - fall)]
+    table = rows(*specs)
+    a, b = (write(tmp_path, f'{c}.csv', table[table.collection == c]) for c in 'ab')
+    script.main([f'a={a}', f'b={b}', '--system', 'S', '--baselines', 'B1', '--monotone', 'S'])
+    text = capsys.readouterr().out
+    assert ('left out: the CSVs also hold sigma=2, which --rerankers does not name (tables 1 and 2 show sigma=0.5 '
+            'sigma=1); name it in --rerankers to see its rows\n') in text
+    assert '3 of 3 rows never fall' in text  # a and b at sigma=0.5, b at sigma=1
+    assert ('\nleft out, as not every collection has them for S, B1: a: S has no rows for sigma=1 at budget 100, '
+            'sigma=1 at budget 200; a: B1 has no rows for sigma=1 at budget 100, sigma=1 at budget 200\n') in text
+    assert '4 of 4 cells hold' in text  # sigma=0.5 at budgets 100 and 200, both measures
+    script.main([f'a={a}', f'b={b}', '--system', 'S', '--baselines', 'B1', '--monotone', 'S', '--rerankers',
+                 'sigma=0.5', 'sigma=2'])
+    text = capsys.readouterr().out
+    assert ('left out: the CSVs also hold sigma=1, which --rerankers does not name (tables 1 and 2 show sigma=0.5 '
+            'sigma=2); name it in --rerankers to see its rows\n') in text
+    assert '2 of 3 rows never fall' in text  # sigma=2 in a falls by .2
+    assert '| a | S | sigma=2 | 0 | 0.6000 | 0.4000 | -0.2000 | no |' in text
+
+
 def _record(path, **fields):
     """A provenance record beside ``path`` as strength_sweep.py writes it, with chosen code and packages."""
     import json
