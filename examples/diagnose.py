@@ -18,7 +18,7 @@ from pyterrier_adaptive import GAR  # noqa: E402
 
 from pyterrier_garen import GAREN, NAVIGATORS, check_outputs, prepare  # noqa: E402
 from pyterrier_garen import cpu_components, evaluation_qrels  # noqa: E402
-from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, recall_by_hop  # noqa: E402
+from pyterrier_garen.analysis import gold_group_diagnostics, gold_hops, judged_topics, recall_by_hop  # noqa: E402
 from pyterrier_garen.datasets import load_dataset  # noqa: E402
 
 
@@ -32,10 +32,14 @@ def main():
     check_outputs({'--json': args.json})  # before the run, not after it
     dataset = load_dataset(args.dataset)
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
+    qrels = evaluation_qrels(dataset)
+    # the queries with a relevant document, as the sweeps': the counts and means below were over every query
+    topics = judged_topics(dataset, qrels)
+    if topics.empty:
+        raise SystemExit(f'error: none of the {len(dataset.get_topics())} queries of {args.dataset} has a relevant '
+                         'document (a label above 0) in the qrels, so there is no gold group to diagnose')
     prepared = prepare(dataset)
     reranker, navigator = cpu_components(prepared, navigator=args.navigator)
-    qrels = evaluation_qrels(dataset)
-    topics = dataset.get_topics()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     garen = GAREN(reranker, prepared.groups, navigator, budget=args.budget, trace=True)
     runs = {'BM25': first[first['rank'] < args.budget], 'GAR': GAR(reranker, prepared.groups, num_results=args.budget,
@@ -54,7 +58,7 @@ def main():
         by_hop[column] = table.pivot(index='hop', columns='system', values='recall').round(3) \
             .join(table.drop_duplicates('hop').set_index('hop').gold)
         print(by_hop[column].to_string())
-    observed = {name: run.groupby('qid').size().mean() for name, run in runs.items()}
+    observed = {name: float(run.groupby('qid').size().mean()) for name, run in runs.items()}
     print('\nmean documents returned per query:', {k: round(v, 1) for k, v in observed.items()})
     stats = pd.Series(garen.last_stats[['groups_scored', 'navigator_calls', 'reranker_calls']].mean()).round(1)
     print(stats.to_string())
