@@ -95,6 +95,11 @@ def load_sweeps(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path]]]
     return table.drop(columns='file').reset_index(drop=True)
 
 
+#: what pandas reads as a missing value by default (its own list): kept for every column of a per-query file but qid
+_MISSING = frozenset({'', '#N/A', '#N/A N/A', '#NA', '-1.#IND', '-1.#QNAN', '-NaN', '-nan', '1.#IND', '1.#QNAN',
+                      '<NA>', 'N/A', 'NA', 'NULL', 'NaN', 'None', 'n/a', 'nan', 'null'})
+
+
 def _read_table(path: Path, collection: str, what: str, **kwargs) -> pd.DataFrame:
     """A CSV of ``collection``, with a missing or empty file named."""
     if not path.is_file():
@@ -188,7 +193,11 @@ def load_per_query(files: Mapping[str, Union[str, Path, Sequence[Union[str, Path
             raise FileNotFoundError(f'no per-query values at {side} for {path} (collection {collection!r}): '
                                     'examples/strength_sweep.py writes them beside its CSV; rerun the command in '
                                     f'{path}.json')
-        rows = _read_table(side, collection, 'per-query file', dtype={'qid': str})  # '007' stays '007'
+        # '007' stays '007', and a qid 'NA', 'nan', 'null' or 'None' stays that text: pandas reads those as missing,
+        # which refused the file as one with rows without a qid (the other columns keep pandas' missing values)
+        header = _read_table(side, collection, 'per-query file', nrows=0).columns
+        rows = _read_table(side, collection, 'per-query file', dtype={'qid': str}, keep_default_na=False,
+                           na_values={c: sorted(_MISSING) for c in header if c != 'qid'})
         missing = [c for c in [*_KEYS, 'qid', *_MEASURES] if c not in rows.columns]
         if missing:
             raise ValueError(f'{side} is not a per-query file of a sweep: no column {", ".join(missing)}; '

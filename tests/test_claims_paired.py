@@ -235,6 +235,26 @@ def test_load_per_query_checks_its_csv(tmp_path):
     assert str(missing.value) == f"no sweep CSV at {tmp_path / 'c.csv'} (collection 'c')"
 
 
+def test_qids_pandas_reads_as_missing_stay_text(tmp_path):
+    # a collection's qids 'NA', 'nan', 'null' (any qid of the queries file is one): the per-query file was refused
+    # as one with "3 rows have no qid; rerun the command", which no rerun could mend; MiniLM's missing sigma and
+    # noise seed stay missing
+    perquery = per_query_rows()
+    perquery = perquery[perquery.collection == 'a']
+    perquery = perquery.assign(qid=perquery.qid.map({'00': 'NA', '01': 'nan', '02': 'null'}))
+    minilm = perquery[perquery.noise_seed == 0].assign(reranker='MiniLM', sigma=math.nan, noise_seed=math.nan)
+    rows = pd.concat([perquery, minilm], ignore_index=True)
+    loaded = analysis.load_per_query({'a': write_sweep(tmp_path, 'a', rows)})
+    assert sorted(set(loaded.qid)) == ['NA', 'nan', 'null']
+    assert loaded.qid.map(type).eq(str).all()
+    assert loaded[loaded.reranker == 'MiniLM'][['sigma', 'noise_seed']].isna().all().all()
+    assert len(loaded) == 18
+    margins = analysis.baseline_margins(means(rows), 'S', ['B'], perquery=loaded, rerankers=['sigma=1'])
+    # noise seeds averaged per query: S - B = (.1 + .1) / 2, (0 + .2) / 2, (.2 - .2) / 2 on nDCG@10
+    assert margins.set_index('measure').loc['nDCG@10', 'p'] == pytest.approx(
+        analysis.stratified_paired_test([[.1, .1, 0]]))
+
+
 def test_sweep_verdict_paired(tmp_path, capsys):
     script = load_script('examples/sweep_verdict.py')
     perquery = per_query_rows()
