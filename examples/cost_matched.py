@@ -53,7 +53,8 @@ def main(argv=None):
     check_outputs({'--csv': args.csv}, inputs=read + [str(analysis.per_query_path(p)) for p in read] + args.costs)
     table, provenance, perquery = load_inputs(files, args.paired, args.system)
     try:
-        costs = pd.concat([pd.read_csv(path) for path in args.costs], ignore_index=True)
+        costs = pd.concat([pd.read_csv(path, dtype={'collection': str}) for path in args.costs],  # '007' stays
+                          ignore_index=True)
         margins = analysis.cost_matched_margins(table, costs, args.system, args.baselines, budgets=args.budgets,
                                                 rerankers=args.rerankers, perquery=perquery, alpha=args.alpha,
                                                 slack=args.slack)

@@ -834,10 +834,17 @@ def cost_matched_margins(table: pd.DataFrame, costs: pd.DataFrame, system: str =
     collections = list(dict.fromkeys(frame.collection))
     frame = frame[frame.system.isin([system, *baselines])]
 
+    named = sorted({key[0] for key in sent})
+
     def cost(collection, name, budget, r):
         for key in ((str(collection), name, int(budget), r), (str(collection), name, int(budget), None)):
             if key in sent:
                 return sent[key]
+        if str(collection) not in named:  # a folder measured by its path, the sweep named by a label
+            raise ValueError(f'the cost table has no row for the collection {str(collection)!r}: it names '
+                             f'{", ".join(map(repr, named[:5]))}{" ..." if len(named) > 5 else ""}; give the '
+                             'collection the name the cost table gives it (bench/reranker_load.py --collections '
+                             'writes each as given, a folder by its path), or rename it in the cost table')
         raise ValueError(f'the cost table has no row for {name} at budget {int(budget)} on {collection} (for {r} or '
                          'for every reranker); measure it with bench/reranker_load.py --out (the same collections, '
                          'systems and budgets)')

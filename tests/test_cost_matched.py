@@ -374,3 +374,26 @@ def test_a_cost_of_one_reranker_comes_before_the_cost_for_every_reranker():
         analysis.cost_matched_margins(rows(*specs), twice, 'GAREN+', ['RGS'])
     assert str(info.value) == ('the cost table gives RGS at budget 100 on c2 with sigma=0.25 two costs (400 and 401); '
                                'keep one measurement per system and budget')
+
+
+def test_a_collection_the_cost_table_names_otherwise_is_named_with_what_it_holds(tmp_path, capsys):
+    # bench/reranker_load.py --collections /data/mine writes the folder's path; the sweep was named mine=...: the
+    # error blamed a missing measurement ('measure it with bench/reranker_load.py') that the table holds
+    by_path = COSTS.assign(collection=COSTS.collection.map({'c1': '/data/c1', 'c2': '/data/c2'}))
+    with pytest.raises(ValueError) as info:
+        analysis.cost_matched_margins(table(), by_path, 'GAREN+', ['RGS'])
+    assert str(info.value) == ("the cost table has no row for the collection 'c1': it names '/data/c1', '/data/c2'; "
+                               'give the collection the name the cost table gives it (bench/reranker_load.py '
+                               '--collections writes each as given, a folder by its path), or rename it in the '
+                               'cost table')
+    # a collection named '007' stays '007' in the cost file the command reads (it was read as the number 7)
+    script = load_script('examples/cost_matched.py')
+    path = tmp_path / 'c1.csv'
+    table()[table().collection == 'c1'].drop(columns='collection').to_csv(path, index=False)
+    costs = tmp_path / 'costs.csv'
+    COSTS[COSTS.collection == 'c1'].assign(collection='007').to_csv(costs, index=False)
+    script.main([f'007={path}', '--costs', str(costs), '--baselines', 'RGS', '--rerankers', 'sigma=1', '--budgets',
+                 '100'])
+    # c1 alone: RGS at 100 sends 420 -> GAREN+ at 200 (380): .70 against .65
+    assert '| RGS | 100 | sigma=1 | nDCG@10 | 200 | 420.0000 | 380.0000 | 0.6500 | 0.7000 | +0.0500 | yes |' \
+        in capsys.readouterr().out
