@@ -352,7 +352,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
             for the synthetic collection (:func:`pyterrier_garen.synthetic.make_synthetic`).
         budget: documents reranked per query (``c``).
         workdir: where offline artifacts are built/reused (default ``$GAREN_CACHE/<name>``).
-        num_queries: evaluate on the first N queries only.
+        num_queries: evaluate on the first N queries only; of them, the measures are over those with a relevant
+            document (a label above 0), as every sweep's (``attrs['run']['relevant_queries']`` counts them).
         navigator: GAREN's navigator (see :func:`cpu_components`).
         systems: which systems to run (names from :data:`SYSTEMS`).
         binary: relevance labels (see :func:`evaluation_qrels`): ``None`` follows the collection's declaration.
