@@ -40,3 +40,16 @@ def test_an_answer_that_is_not_a_length_is_kept_as_the_documented_guess():
         asked = len(server.gets)
         assert engine.context_length == 8192
         assert len(server.gets) == asked
+
+
+def test_a_model_listed_without_a_length_is_an_answer_kept_not_a_failure():
+    # a server that lists the model without max_model_len (not vLLM) answered: 8192 is kept, it is not asked again
+    with FakeOpenAIServer(max_model_len=None) as server:
+        engine = OpenAIEngine(server.url, 'fake-model', max_retries=0, timeout=10)
+        engine.context_retry_s = 0.0  # a failure would be asked again at once
+        assert engine.context_length == 8192
+        asked = len(server.gets)
+        assert asked == 1
+        assert engine.context_length == 8192
+        assert len(server.gets) == asked
+        assert 'context_length=8192' in repr(engine)

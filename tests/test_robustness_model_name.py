@@ -61,3 +61,20 @@ def test_a_404_that_names_no_model_still_costs_only_its_item():
             out = navigator(ROWS)
         assert list(out.score) == [0.0, 0.0, 0.0]
         assert navigator.failed == 3
+
+
+def test_the_refusal_of_a_model_not_served_word_for_word_without_the_key():
+    key = 'key-Zq81-not-a-pattern'
+    body = (b'{"error": {"message": "The model `nope` does not exist (key ' + key.encode() + b').", '
+            b'"type": "NotFoundError"}}')
+    with ScriptedServer([('raw', 404, body, {'Content-Type': 'application/json'})]) as server:
+        engine = OpenAIEngine(server.url, 'nope', context_length=512, max_retries=3, retry_backoff=0.01,
+                              max_concurrency=1, api_key=key)
+        with pytest.raises(ModelNotServed) as stopped:
+            engine.generate([[{'role': 'user', 'content': 'hi'}]], max_tokens=4)
+    message = str(stopped.value)
+    assert key not in message
+    head, tail = message.split('; the server does not serve', 1)
+    assert head.startswith(f'request to {server.url} was refused (NotFoundError: ')
+    assert tail == (f" the model 'nope', so no retry can fix this and the run stops: pass the name it lists at "
+                    f'{server.url}/models (vllm serve --served-model-name NAME sets it)')
