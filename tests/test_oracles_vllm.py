@@ -143,6 +143,63 @@ def test_closing_stops_the_engine_processes_once_asked(vllm):
     assert vllm.shutdowns == 1
 
 
+def _interruptible(engine):
+    """The engine's vLLM with the requests it holds (``states``) and the aborts asked of it (``aborted``)."""
+    states, aborted = {}, []
+
+    def abort_request(ids, internal=False):
+        aborted.append((list(ids), internal))
+        for request_id in ids:
+            states.pop(request_id)
+    engine.llm.llm_engine.output_processor = types.SimpleNamespace(request_states=states)
+    engine.llm.llm_engine.abort_request = abort_request
+    return states, aborted
+
+
+@pytest.mark.parametrize('call', [lambda e: e.generate([chat('a'), chat('b')], max_tokens=2),
+                                  lambda e: e.yes_no([chat('a'), chat('b')])])
+def test_an_interrupted_call_leaves_no_request_for_the_next(vllm, call):
+    """vLLM kept the requests of an interrupted call and answered them with the next one (67 answers for 3)."""
+    engine = VLLMEngine('m')
+    states, aborted = _interruptible(engine)
+    answer = engine.llm.generate
+
+    def interrupted(prompts, params, use_tqdm=True):
+        states.update({f'r{i}': None for i in range(len(prompts))})
+        raise KeyboardInterrupt
+    engine.llm.generate = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        call(engine)
+    assert aborted == [(['r0', 'r1'], True)]
+    assert states == {}
+    states['r7'] = None  # left by someone else's call: aborted before the next one
+    engine.llm.generate = answer
+    vllm.outputs = [output('x', [5])]
+    assert [g.text for g in engine.generate([chat('c')], max_tokens=2)] == ['x']
+    assert aborted[-1] == (['r7'], True)
+    assert states == {}
+
+
+def test_aborting_works_on_an_older_vllm_and_never_hides_the_interruption(vllm):
+    engine = VLLMEngine('m')
+    states, aborted = _interruptible(engine)
+    engine.llm.llm_engine.abort_request = lambda ids: aborted.append(list(ids))  # no internal= (older vLLM)
+    states['r1'] = None
+    vllm.outputs = [output('x', [5])]
+    engine.generate([chat('a')], max_tokens=2)
+    assert aborted == [['r1']]
+
+    def dead(ids, internal=False):
+        raise RuntimeError('EngineDeadError: the engine core died')
+    engine.llm.llm_engine.abort_request = dead
+
+    def interrupted(prompts, params, use_tqdm=True):
+        raise KeyboardInterrupt
+    engine.llm.generate = interrupted
+    with pytest.raises(KeyboardInterrupt):  # not the abort's error
+        engine.generate([chat('a')], max_tokens=2)
+
+
 # -- generate ----------------------------------------------------------------------------------------------------------
 def test_generate_sends_token_ids_with_greedy_seeded_parameters(vllm):
     engine = VLLMEngine('m', seed=3, chat_template_kwargs={'think': False})

@@ -63,6 +63,33 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         if core is not None and hasattr(core, 'shutdown'):
             core.shutdown()
 
+    def _run(self, prompts: List[dict], params) -> list:
+        """``llm.generate`` that leaves no request behind: vLLM keeps the requests of a call that was interrupted
+        (Ctrl-C in a notebook, an exception in its loop) and answers them with the next call, which then returned
+        their outputs too (67 answers for 3 prompts) after finishing them all. They are aborted when the call fails and,
+        should any be left, before the next one."""
+        self._abort_unfinished()
+        try:
+            return self.llm.generate(prompts, params, use_tqdm=False)
+        except BaseException:
+            self._abort_unfinished()
+            raise
+
+    def _abort_unfinished(self) -> None:
+        """Abort every request the engine still holds (best effort: an engine that died holds nothing to reuse)."""
+        engine = getattr(self.llm, 'llm_engine', None)
+        states = getattr(getattr(engine, 'output_processor', None), 'request_states', None)
+        if not states:
+            return
+        ids = list(states)
+        try:
+            try:
+                engine.abort_request(ids, internal=True)
+            except TypeError:  # a vLLM whose abort_request takes only the ids
+                engine.abort_request(ids)
+        except Exception:  # noqa: BLE001 - the engine died (a Ctrl-C in a terminal stops its processes too)
+            pass
+
     def _sampling(self, vllm, **options):
         return vllm.SamplingParams(temperature=0.0, top_p=1.0, top_k=-1, min_p=0.0, repetition_penalty=1.0,
                                    presence_penalty=0.0, frequency_penalty=0.0, seed=self.seed, **options)
@@ -72,7 +99,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
             return []
         vllm = _require('vllm', 'VLLMEngine')
         params = self._sampling(vllm, max_tokens=int(max_tokens), stop=list(stop) if stop else None)
-        outputs = self.llm.generate(self._prompts(conversations), params, use_tqdm=False)
+        outputs = self._run(self._prompts(conversations), params)
         return [Generation(text=out.outputs[0].text, prompt_tokens=len(out.prompt_token_ids or ()),
                            completion_tokens=len(out.outputs[0].token_ids),
                            finish_reason=out.outputs[0].finish_reason) for out in outputs]
@@ -91,7 +118,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
                                     allowed_token_ids=[yes_id, no_id])
         except TypeError:  # a vLLM without logprob_token_ids
             params = self._sampling(vllm, max_tokens=1, logprobs=20, allowed_token_ids=[yes_id, no_id])
-        outputs = self.llm.generate(self._prompts(conversations), params, use_tqdm=False)
+        outputs = self._run(self._prompts(conversations), params)
         result, inexact, unscored = [], 0, 0
         for out in outputs:
             top = out.outputs[0].logprobs[0] if out.outputs[0].logprobs else {}
