@@ -143,6 +143,58 @@ def test_closing_stops_the_engine_processes_once_asked(vllm):
     assert vllm.shutdowns == 1
 
 
+MODEL_FIX = ("pass the folder the model was saved to (config.json, the weights and the tokenizer) or a Hugging Face "
+             "model id such as 'Qwen/Qwen3-4B'")
+
+
+def test_a_model_that_cannot_work_is_refused_before_vllm_starts(vllm, tmp_path):
+    """vLLM took a path to nothing for a Hugging Face id ("Repo id must be in the form ...", after 11 s), and a
+    folder without a tokenizer loaded with an empty one (every text 0 tokens, every chat prompt an error)."""
+    (tmp_path / 'weights.bin').write_text('x')
+    (tmp_path / 'bare').mkdir()
+    (tmp_path / 'bare' / 'config.json').write_text('{}')
+    (tmp_path / 'tok').mkdir()
+    (tmp_path / 'tok' / 'tokenizer.json').write_text('{}')
+    refusals = {
+        str(tmp_path / 'nope'): f"VLLMEngine: model '{tmp_path / 'nope'}' does not exist (no such folder); {MODEL_FIX}",
+        './models/tiny': f"VLLMEngine: model './models/tiny' does not exist (no such folder); {MODEL_FIX}",
+        str(tmp_path / 'weights.bin'): f"VLLMEngine: model '{tmp_path / 'weights.bin'}' is a file, not a model "
+                                       f'folder; {MODEL_FIX}',
+        str(tmp_path / 'bare'): f"VLLMEngine: '{tmp_path / 'bare'}' holds no tokenizer (none of tokenizer.json, "
+                                'tokenizer_config.json, tokenizer.model, vocab.json, vocab.txt, spiece.model, '
+                                'tekken.json); save the tokenizer beside the model '
+                                '(tokenizer.save_pretrained(folder)) or pass tokenizer= (a folder or a Hugging Face id '
+                                'whose tokenizer the model was trained with)',
+        '': f"VLLMEngine: model must be a folder or a Hugging Face model id, got ''; {MODEL_FIX}",
+    }
+    for model, message in refusals.items():
+        with pytest.raises(ValueError) as refused:
+            VLLMEngine(model)
+        assert str(refused.value) == message
+    with pytest.raises(ValueError) as refused:
+        VLLMEngine(str(tmp_path / 'bare'), tokenizer=str(tmp_path / 'gone'))
+    assert str(refused.value) == (f"VLLMEngine: tokenizer '{tmp_path / 'gone'}' does not exist (no such folder); "
+                                  f'{MODEL_FIX}')
+    assert vllm.made == []  # vLLM was never asked
+    VLLMEngine(str(tmp_path / 'bare'), tokenizer=str(tmp_path / 'tok'))  # the tokenizer is elsewhere: fine
+    VLLMEngine(str(tmp_path / 'tok'))
+    VLLMEngine('org/name')  # a Hugging Face id: vLLM looks it up
+    assert [made['model'] for made in vllm.made] == [str(tmp_path / 'bare'), str(tmp_path / 'tok'), 'org/name']
+
+
+def test_a_tokenizer_without_a_chat_template_is_refused_and_the_engine_stopped(vllm, monkeypatch):
+    def no_template(self, *args, **kwargs):
+        raise ValueError('Cannot use chat template functions because tokenizer.chat_template is not set')
+    monkeypatch.setattr(Tokenizer, 'apply_chat_template', no_template)
+    with pytest.raises(ValueError) as refused:
+        VLLMEngine('org/base')
+    assert str(refused.value) == (
+        "VLLMEngine: the tokenizer of 'org/base' cannot write a chat prompt (ValueError: Cannot use chat template "
+        'functions because tokenizer.chat_template is not set); the components send chat conversations: use a chat '
+        '(instruct) model, or pass tokenizer= (a folder or model id whose tokenizer has a chat template)')
+    assert vllm.shutdowns == 1  # its processes do not outlive the refusal
+
+
 def _interruptible(engine):
     """The engine's vLLM with the requests it holds (``states``) and the aborts asked of it (``aborted``)."""
     states, aborted = {}, []

@@ -1,13 +1,46 @@
 """The in-process vLLM engine (offline batch inference)."""
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+import os
+from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
 from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
+
+#: a folder holding a Hugging Face tokenizer has one of these files
+TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'tokenizer.model', 'vocab.json', 'vocab.txt',
+                   'spiece.model', 'tekken.json')
+MODEL_FIX = ("pass the folder the model was saved to (config.json, the weights and the tokenizer) or a Hugging Face "
+             "model id such as 'Qwen/Qwen3-4B'")
+
+
+def _looks_like_path(name: str) -> bool:
+    """A name that can only be a path on this machine: a Hugging Face id is ``name`` or ``owner/name``."""
+    return os.path.isabs(name) or name.startswith(('.', '~')) or name.count('/') > 1 or '\\' in name
+
+
+def check_model(model: Any, engine_args: dict) -> None:
+    """Refuse, before vLLM starts (tens of seconds and two processes), a model that cannot work: a path to nothing
+    (vLLM took it for a Hugging Face id: "Repo id must be in the form ..."), a file (other than a GGUF checkpoint),
+    and a model folder without a tokenizer (transformers then made an empty one: every text was 0 tokens)."""
+    if not isinstance(model, str) or not model.strip():
+        raise ValueError(f'VLLMEngine: model must be a folder or a Hugging Face model id, got {model!r}; {MODEL_FIX}')
+    for what, name in (('model', model), ('tokenizer', engine_args.get('tokenizer'))):
+        if not isinstance(name, str):
+            continue
+        if os.path.isfile(name) and not name.endswith('.gguf'):
+            raise ValueError(f'VLLMEngine: {what} {name!r} is a file, not a model folder; {MODEL_FIX}')
+        if not os.path.exists(name) and _looks_like_path(name):
+            raise ValueError(f'VLLMEngine: {what} {name!r} does not exist (no such folder); {MODEL_FIX}')
+    tokenizer = engine_args.get('tokenizer') or model
+    if isinstance(tokenizer, str) and os.path.isdir(tokenizer) \
+            and not any(os.path.exists(os.path.join(tokenizer, name)) for name in TOKENIZER_FILES):
+        raise ValueError(f'VLLMEngine: {tokenizer!r} holds no tokenizer (none of {", ".join(TOKENIZER_FILES)}); '
+                         'save the tokenizer beside the model (tokenizer.save_pretrained(folder)) or pass tokenizer= '
+                         '(a folder or a Hugging Face id whose tokenizer the model was trained with)')
 
 
 class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
@@ -32,6 +65,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
     def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
                  chat_template_kwargs: Optional[dict] = None, **engine_args):
         check_int('seed', seed)
+        check_model(model, engine_args)
         vllm = _require('vllm', 'VLLMEngine')
         self.model = model
         self.seed = seed
@@ -40,6 +74,15 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         self.engine_args = engine_args
         self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **engine_args)
         self.tokenizer = self.llm.get_tokenizer()
+        try:  # every component sends chat conversations: a tokenizer without a chat template fails every request
+            render_chat(self.tokenizer, [{'role': 'user', 'content': 'ping'}], chat_template_kwargs)
+        except Exception as ex:  # noqa: BLE001 - whatever the template raises, the engine cannot be used
+            self.close()
+            why = str(ex) if len(str(ex)) <= 160 else str(ex)[:157] + '...'
+            raise ValueError(f'VLLMEngine: the tokenizer of {model!r} cannot write a chat prompt ({type(ex).__name__}: '
+                             f'{why}); the components send chat conversations: use a chat (instruct) '
+                             'model, or pass tokenizer= (a folder or model id whose tokenizer has a chat template)'
+                             ) from None
 
     @property
     def context_length(self) -> int:
