@@ -182,6 +182,32 @@ def test_a_model_that_cannot_work_is_refused_before_vllm_starts(vllm, tmp_path):
     assert [made['model'] for made in vllm.made] == [str(tmp_path / 'bare'), str(tmp_path / 'tok'), 'org/name']
 
 
+def test_an_engine_argument_vllm_does_not_take_is_named_with_the_fix(vllm):
+    import dataclasses
+    vllm.EngineArgs = dataclasses.make_dataclass('EngineArgs', ['max_model_len', 'dtype', 'tensor_parallel_size'])
+    vllm.__version__ = '0.32.0'
+    with pytest.raises(TypeError) as refused:
+        VLLMEngine('m', max_modle_len=512)
+    assert str(refused.value) == (
+        'VLLMEngine: max_modle_len= is not an engine argument of vllm.LLM (vLLM 0.32.0) '
+        '(did you mean max_model_len=?); the keyword arguments after the model go to vllm.LLM: max_model_len=, '
+        'tensor_parallel_size=, gpu_memory_utilization=, dtype=, ... (every option of `vllm serve --help`, with '
+        'underscores)')
+    with pytest.raises(TypeError, match=r'^VLLMEngine: frobnicate= is not an engine argument of vllm.LLM '
+                                        r'\(vLLM 0.32.0\); the keyword'):
+        VLLMEngine('m', frobnicate=1)
+    with pytest.raises(TypeError) as refused:
+        VLLMEngine('m', temperature=0.7)
+    assert str(refused.value) == (
+        'VLLMEngine: temperature= is a sampling option, not an engine argument; VLLMEngine always decodes greedily '
+        '(temperature 0, top_p 1, its seed) so that a run can be repeated, and each component sets its own answer '
+        'length (e.g. LLMSummarizer(engine, max_tokens=...)): leave temperature= out')
+    assert vllm.made == []
+    VLLMEngine('m', max_model_len=512, dtype='float32')
+    assert vllm.made == [{'model': 'm', 'seed': 0, 'enable_prefix_caching': True, 'max_model_len': 512,
+                          'dtype': 'float32'}]
+
+
 def test_a_tokenizer_without_a_chat_template_is_refused_and_the_engine_stopped(vllm, monkeypatch):
     def no_template(self, *args, **kwargs):
         raise ValueError('Cannot use chat template functions because tokenizer.chat_template is not set')

@@ -13,6 +13,9 @@ __all__ = ['VLLMEngine']
 #: a folder holding a Hugging Face tokenizer has one of these files
 TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'tokenizer.model', 'vocab.json', 'vocab.txt',
                    'spiece.model', 'tekken.json')
+#: options of vLLM's SamplingParams, which VLLMEngine sets itself (greedy; the components choose max_tokens)
+SAMPLING_OPTIONS = ('temperature', 'top_p', 'top_k', 'min_p', 'max_tokens', 'repetition_penalty', 'presence_penalty',
+                    'frequency_penalty', 'n', 'best_of', 'stop', 'logprobs', 'use_beam_search', 'sampling_params')
 MODEL_FIX = ("pass the folder the model was saved to (config.json, the weights and the tokenizer) or a Hugging Face "
              "model id such as 'Qwen/Qwen3-4B'")
 
@@ -43,6 +46,36 @@ def check_model(model: Any, engine_args: dict) -> None:
                          '(a folder or a Hugging Face id whose tokenizer the model was trained with)')
 
 
+def check_engine_args(vllm: Any, engine_args: dict) -> None:
+    """Refuse, before vLLM starts, an engine argument that ``vllm.LLM`` does not take, naming it and the fix (a
+    sampling option, or the closest engine argument of the installed vLLM)."""
+    import dataclasses
+    import difflib
+    import inspect
+    names = set()
+    engine_args_class = getattr(vllm, 'EngineArgs', None)
+    if dataclasses.is_dataclass(engine_args_class):
+        names |= {field.name for field in dataclasses.fields(engine_args_class)}
+    try:
+        parameters = inspect.signature(vllm.LLM.__init__).parameters.values()
+    except (TypeError, ValueError):
+        parameters = []
+    names |= {p.name for p in parameters if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and p.name != 'self'}
+    for key in engine_args:
+        if key in SAMPLING_OPTIONS:
+            raise TypeError(f'VLLMEngine: {key}= is a sampling option, not an engine argument; VLLMEngine always '
+                            'decodes greedily (temperature 0, top_p 1, its seed) so that a run can be repeated, and '
+                            'each component sets its own answer length (e.g. LLMSummarizer(engine, max_tokens=...)): '
+                            f'leave {key}= out')
+        if names and key not in names:
+            close = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
+            hint = f' (did you mean {close[0]}=?)' if close else ''
+            raise TypeError(f'VLLMEngine: {key}= is not an engine argument of vllm.LLM '
+                            f'(vLLM {getattr(vllm, "__version__", "?")}){hint}; the keyword arguments after the model '
+                            'go to vllm.LLM: max_model_len=, tensor_parallel_size=, gpu_memory_utilization=, dtype=, '
+                            '... (every option of `vllm serve --help`, with underscores)')
+
+
 class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
     """An in-process vLLM model (offline batch inference on the local GPUs).
 
@@ -67,6 +100,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         check_int('seed', seed)
         check_model(model, engine_args)
         vllm = _require('vllm', 'VLLMEngine')
+        check_engine_args(vllm, engine_args)
         self.model = model
         self.seed = seed
         self.enable_prefix_caching = enable_prefix_caching
