@@ -18,8 +18,8 @@ from ._driver import window_starts
 from ._engines import Conversation, Engine, UsageStats, generate_each, truncate_each
 from ._frames import numeric_order
 from ._params import Rebuildable, check_choice, check_int, check_optional_positive, check_positive
-from ._prompts import (PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query, warn_cut_queries,
-                       warn_empty_texts)
+from ._prompts import (QUERY_SHARE, PromptTemplate, cap_reply, clean_text, drop_think_blocks, fit_query,
+                       warn_cut_queries, warn_empty_texts)
 from ._vectors import VectorComponent
 
 __all__ = ['VectorScorer', 'ListwiseReranker', 'parse_ranking', 'check_ranking']
@@ -248,6 +248,27 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         overhead = self.engine.count_conversation_tokens(self.template.messages(query=query, n=num_docs, docs=''))
         return (self.engine.context_length - overhead - self.generation_tokens()) // max(1, num_docs) - 4
 
+    def check_room(self, sizes) -> None:
+        """Raise, before any request, when the prompt of a window of ``n`` documents (``n`` in ``sizes``) and
+        ``max_tokens`` for the answer leave no room for one token of each document in the engine's context, whatever
+        the query: every window would be refused (each was counted as failed and kept its order, so a whole run gave
+        the first stage's ranking under a warning per call)."""
+        context, answer = int(self.engine.context_length), self.generation_tokens()
+        checked = self.__dict__.setdefault('_room_checked', set())
+        for n in sorted(set(sizes), reverse=True):
+            if (n, context, answer) in checked:
+                continue
+            overhead = self.engine.count_conversation_tokens(self.template.messages(query='', n=n, docs=''))
+            if context - overhead - answer < 5 * n:  # 16 tokens per document and the query's share: the least to ask
+                needed = -(-(overhead + answer + 20 * n) * QUERY_SHARE // (QUERY_SHARE - 1))
+                raise ValueError(f'{self!r}: the {self.prompt} prompt for a window of {n} documents takes {overhead} '
+                                 f'tokens before any query or document and max_tokens={answer} are kept for the '
+                                 f'answer, which leaves no room for the documents in the engine\'s context of '
+                                 f'{context} tokens; lower window= or max_tokens=, or give the engine a context of at '
+                                 f'least {needed} '
+                                 'tokens (max_model_len=, vllm serve --max-model-len)')
+            checked.add((n, context, answer))
+
     def doc_budget(self, query: str, num_docs: int) -> int:
         """Tokens allowed per document: what fits the context (at least 16), capped by ``max_doc_tokens``."""
         budget = max(16, self.doc_fit(query, num_docs))
@@ -277,6 +298,7 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         warn_empty_texts(self, [clean_text(text) for text in texts], self.text_field)
         orders = [list(rows) for _, _, rows in lists]
         starts = [window_starts(len(rows), self.window, self.stride) for _, _, rows in lists]
+        self.check_room({min(self.window, len(rows) - s) for (_, _, rows), ss in zip(lists, starts) for s in ss})
         budgets: Dict[Tuple[int, int], int] = {}
         cut: Dict[Tuple[int, int], str] = {}
         positions = range(max(len(s) for s in starts))

@@ -111,6 +111,27 @@ def test_a_fit_below_16_tokens_warns_and_uses_16():
     assert document_lengths(small) == [17, 17]  # 16 at least
 
 
+def test_a_context_without_room_for_the_documents_is_one_error_before_any_request():
+    # rankllm's prompt for two documents and no query is 115 tokens under the stub, the answer 44: a context below
+    # 115 + 44 + 2 * (1 + 4) = 169 holds no token of either document, whatever the query. Every window was refused
+    # then, counted as failed and left in its order: a whole run gave the first stage's ranking.
+    frame = docs_frame([' '.join(['w'] * 40)] * 2, query='q r s')
+    engine = StubEngine(context_length=168)
+    with pytest.raises(ValueError) as refused:
+        ListwiseReranker(engine, window=2, stride=1)(frame)
+    assert str(refused.value) == (
+        'ListwiseReranker(StubEngine(), window=2, stride=1): the rankllm prompt for a window of 2 documents takes 115 '
+        'tokens before any query or document and max_tokens=44 are kept for the answer, which leaves no room for the '
+        "documents in the engine's context of 168 tokens; lower window= or max_tokens=, or give the engine a context "
+        'of at least 228 tokens (max_model_len=, vllm serve --max-model-len)')
+    assert engine.log == []
+    roomy = StubEngine(context_length=169)  # room for the documents without a query: asked, with the warning
+    with pytest.warns(UserWarning, match='leave only -2 tokens per document'):
+        out = ListwiseReranker(roomy, window=2, stride=1)(frame)
+    assert len(roomy.log) == 1
+    assert len(out) == 2
+
+
 # -- the listwise reranker: failures, order of queries, output -----------------------------------------------------
 class Faulty(StubEngine):
     """Fails a prompt that holds ``boom``; answers nonsense to one that holds ``garbled``."""
