@@ -221,6 +221,33 @@ def test_a_tokenizer_without_a_chat_template_is_refused_and_the_engine_stopped(v
     assert vllm.shutdowns == 1  # its processes do not outlive the refusal
 
 
+def test_an_engine_that_did_not_start_is_one_line_naming_the_likely_fix(vllm, monkeypatch):
+    """vLLM's engine process fails (its log says why, e.g. a context whose KV cache does not fit the memory) and
+    vllm.LLM raises a RuntimeError that only points at that log: the command line showed its traceback."""
+    from pyterrier_garen._engines._vllm import EngineStartError
+    from pyterrier_garen._errors import user_message
+
+    def fails(**kwargs):
+        raise RuntimeError('Engine core initialization failed. See root cause above. Failed core proc(s): {}')
+    monkeypatch.setattr(vllm, 'LLM', fails)
+    with pytest.raises(EngineStartError) as refused:
+        VLLMEngine('org/long')
+    message = ("VLLMEngine('org/long'): vLLM's engine did not start (Engine core initialization failed. See root "
+               "cause above. Failed core proc(s): {}); the cause is in vLLM's log above, most often a context (the "
+               "model's own unless max_model_len= says otherwise) whose KV cache does not fit the memory: pass a "
+               'smaller max_model_len= (--max-model-len on the command line) or a larger gpu_memory_utilization=')
+    assert str(refused.value) == message
+    assert user_message(refused.value) == message  # the command line: one line, exit status 1
+    assert refused.value.exit_status == 1
+
+    def other(**kwargs):
+        raise RuntimeError('CUDA error: an illegal memory access was encountered')
+    monkeypatch.setattr(vllm, 'LLM', other)
+    with pytest.raises(RuntimeError) as raised:  # anything else is vLLM's own, as it was
+        VLLMEngine('org/long')
+    assert type(raised.value) is RuntimeError
+
+
 def _interruptible(engine):
     """The engine's vLLM with the requests it holds (``states``) and the aborts asked of it (``aborted``)."""
     states, aborted = {}, []

