@@ -104,14 +104,22 @@ def _summarizer(args):
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
     if not args.model:
         raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
+    if args.base_url and args.max_model_len is not None:
+        raise UsageError("--max-model-len sets the context of the in-process vLLM engine; a server's is its own "
+                         '(vllm serve --max-model-len): leave it out with --base-url')
     server = {'timeout': args.timeout, 'max_retries': args.max_retries}
+    # only what is given, so that the summariser's and the model's own defaults hold otherwise
+    engine_args = {} if args.max_model_len is None else {'max_model_len': args.max_model_len}
+    options = {name: value for name, value in (('max_tokens', args.max_tokens), ('max_doc_tokens', args.max_doc_tokens))
+               if value is not None}
     if args.ray is not None:  # each Ray actor builds its own engine from this recipe
         from ._ray import EngineSpec
         spec = EngineSpec('openai', base_url=args.base_url, model=args.model, **server) if args.base_url \
-            else EngineSpec('vllm', model=args.model)
-        return spec.summarizer()
-    engine = OpenAIEngine(args.base_url, args.model, **server) if args.base_url else VLLMEngine(args.model)
-    return LLMSummarizer(engine)
+            else EngineSpec('vllm', model=args.model, **engine_args)
+        return spec.summarizer(**options)
+    engine = OpenAIEngine(args.base_url, args.model, **server) if args.base_url \
+        else VLLMEngine(args.model, **engine_args)
+    return LLMSummarizer(engine, **options)
 
 
 def _cmd_summarize(args) -> None:
@@ -302,6 +310,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--timeout', type=float, default=60,
                    help='seconds an OpenAI-compatible request may take in all (with --base-url)')
     p.add_argument('--max-retries', type=int, default=3, help='retries of a failed request (with --base-url)')
+    p.add_argument('--max-tokens', type=_at_least(1, 'a number of tokens >= 1'),
+                   help='most tokens the model writes per summary (default: 2048, as LLMSummarizer)')
+    p.add_argument('--max-doc-tokens', type=_at_least(1, 'a number of tokens >= 1'),
+                   help="most tokens of each document in a group's prompt (default: 512, as LLMSummarizer)")
+    p.add_argument('--max-model-len', type=_at_least(1, 'a number of tokens >= 1'),
+                   help="the context of the in-process vLLM engine, prompt and summary together (default: the "
+                        "model's own; a server's is set by vllm serve --max-model-len)")
     p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
     _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)

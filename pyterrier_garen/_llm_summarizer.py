@@ -168,6 +168,7 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
                              f'max_tokens={self.max_tokens} are kept for the answer, more than the engine\'s context '
                              f'of {context} tokens holds; lower max_tokens= or serve the model with a context of at '
                              f'least {overhead + self.max_tokens + 48 * max(1, len(docs))} tokens (vllm serve '
+                             '--max-model-len, or max_model_len= in process; the summarize command: --max-tokens, '
                              '--max-model-len)')
         room = max(40, limit - overhead)
         shown = list(docs)

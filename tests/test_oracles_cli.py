@@ -43,7 +43,8 @@ def test_the_default_encoder_is_loaded_only_when_needed():
 
 
 def _summarizer_args(**kwargs):
-    defaults = {'summarizer': 'llm', 'model': 'm', 'base_url': None, 'timeout': 7.0, 'max_retries': 4, 'ray': None}
+    defaults = {'summarizer': 'llm', 'model': 'm', 'base_url': None, 'timeout': 7.0, 'max_retries': 4, 'ray': None,
+                'max_tokens': None, 'max_doc_tokens': None, 'max_model_len': None}
     return SimpleNamespace(**{**defaults, **kwargs})
 
 

@@ -169,6 +169,36 @@ def test_summarize_with_an_llm_in_one_process(monkeypatch, datasets_by_name, gro
     assert groups_class.made[-1].calls[0][0][0] == ('summarizer', 'VLLM')
 
 
+def test_summarize_sets_the_answer_length_and_the_in_process_context(monkeypatch, capsys, datasets_by_name,
+                                                                      groups_class):
+    """The fixes a too-small context calls for (lower max_tokens=, a smaller max_model_len=) had no flag: a model of a
+    2,048-token context could not summarise from the command line, nor one whose context does not fit the memory."""
+    openai, vllm = Recorder('OPENAI'), Recorder('VLLM')
+    summarizer = Recorder(lambda engine, **options: ('summarizer', engine, options))
+    monkeypatch.setattr(garen, 'OpenAIEngine', openai)
+    monkeypatch.setattr(garen, 'VLLMEngine', vllm)
+    monkeypatch.setattr(garen, 'LLMSummarizer', summarizer)
+    cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+              '--max-model-len', '8192', '--max-tokens', '256', '--max-doc-tokens', '64'])
+    assert vllm.calls == [(('m',), {'max_model_len': 8192})]
+    assert groups_class.made[-1].calls[0][0][0] == ('summarizer', 'VLLM', {'max_tokens': 256, 'max_doc_tokens': 64})
+    cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+              '--base-url', 'http://h/v1', '--max-tokens', '300'])
+    assert groups_class.made[-1].calls[0][0][0] == ('summarizer', 'OPENAI', {'max_tokens': 300})
+    cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm', '--ray',
+              '--max-model-len', '4096', '--max-tokens', '128'])
+    (args, _), = groups_class.made[-1].calls
+    assert args[0].engine == EngineSpec('vllm', model='m', max_model_len=4096)
+    assert args[0].kwargs == {'max_tokens': 128}
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+                  '--base-url', 'http://h/v1', '--max-model-len', '4096'], capsys)
+    assert err == ("error: --max-model-len sets the context of the in-process vLLM engine; a server's is its own "
+                   '(vllm serve --max-model-len): leave it out with --base-url\n')
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--max-tokens', '0'], capsys)
+    assert err == ("error: argument --max-tokens: must be a number of tokens >= 1, got '0' "
+                   '(see python -m pyterrier_garen summarize --help)\n')
+
+
 def test_summarize_with_an_llm_on_ray_sends_recipes(datasets_by_name, groups_class):
     cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
               '--base-url', 'http://h/v1', '--ray', '--workers', '4'])

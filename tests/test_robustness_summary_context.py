@@ -22,6 +22,8 @@ def test_a_prompt_and_answer_larger_than_the_context_is_one_error_before_any_req
         summarizer.summarize([{'group': 0, 'docs': DOCS}])
     assert engine.log == []  # nothing was sent
     assert '\n' not in str(refused.value)
+    assert str(refused.value).endswith(' tokens (vllm serve --max-model-len, or max_model_len= in process; the '
+                                       'summarize command: --max-tokens, --max-model-len)')  # flags that exist
     assert summarizer.failed == 0
 
 
