@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from . import _registry
+from ._redact import SECRET_WORDS, secret_name
 
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
@@ -36,8 +37,7 @@ _EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
 #: A keyword argument is a secret when a word of its name (split at '_' and '-') is one of these: ``api_key``,
 #: ``hf_token``, ``client_secret``; not ``max_tokens`` or ``max_num_batched_tokens`` (counts), nor ``ssl_keyfile``.
-_SECRET_WORDS = frozenset({'key', 'apikey', 'token', 'password', 'passwd', 'pwd', 'secret', 'credential',
-                           'credentials', 'auth', 'authorization', 'bearer', 'cookie'})
+_SECRET_WORDS = SECRET_WORDS
 
 
 def _import_ray():
@@ -75,8 +75,7 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
         raise ValueError(f'{module} has no {attr!r} (from engine {target!r})') from ex
 
 
-def _secret_name(name: str) -> bool:
-    return not _SECRET_WORDS.isdisjoint(name.lower().replace('-', '_').split('_'))
+_secret_name = secret_name
 
 
 def _shown(name: Any, value: Any) -> Any:

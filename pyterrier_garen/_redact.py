@@ -11,7 +11,8 @@ import threading
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Tuple
 
-__all__ = ['SecretURL', 'protect_url', 'shown_url', 'remember', 'scrub', 'watch_logs', 'HIDDEN']
+__all__ = ['SecretURL', 'protect_url', 'shown_url', 'remember', 'scrub', 'watch_logs', 'HIDDEN', 'SECRET_WORDS',
+           'secret_name']
 
 HIDDEN = '<hidden>'
 # query parameters whose value is a credential (api-key, api_key, key, access_token, sig, password, ...)
@@ -21,6 +22,15 @@ _secrets: set = set()
 _lock = threading.Lock()
 # loggers of the HTTP stack that may print a request's URL (httpx prints every request at INFO)
 _LOGGERS = ('httpx', 'httpx2', 'httpcore', 'openai', 'openai._base_client', 'urllib3.connectionpool')
+#: words of an argument's name that say its value is a credential (``api_key``, ``hf_token``; not ``max_tokens``)
+SECRET_WORDS = frozenset({'key', 'apikey', 'token', 'password', 'passwd', 'pwd', 'secret', 'credential',
+                          'credentials', 'auth', 'authorization', 'bearer', 'cookie'})
+
+
+def secret_name(name: str) -> bool:
+    """Whether an argument called ``name`` holds a credential: a word of it (split at ``_`` and ``-``) is one of
+    :data:`SECRET_WORDS`."""
+    return not SECRET_WORDS.isdisjoint(name.lower().replace('-', '_').split('_'))
 
 
 def _parts(url: str) -> Tuple[str, List[str], List[Tuple[str, str]]]:

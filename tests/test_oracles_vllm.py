@@ -248,6 +248,22 @@ def test_an_engine_that_did_not_start_is_one_line_naming_the_likely_fix(vllm, mo
     assert type(raised.value) is RuntimeError
 
 
+def test_a_token_among_the_engine_arguments_is_never_shown(vllm):
+    """vllm.LLM takes hf_token=; the engine's repr, which every component's warning, error and pt.Experiment row
+    name quotes, showed it."""
+    from pyterrier_garen._engines import Secret
+    from pyterrier_garen._redact import scrub
+    engine = VLLMEngine('org/m', hf_token='hf_SECRETabc123', max_model_len=512)
+    assert repr(engine) == "VLLMEngine('org/m', hf_token='<hidden>', max_model_len=512)"
+    assert 'hf_SECRETabc123' not in repr(engine.attributes())
+    assert vllm.made[-1]['hf_token'] == 'hf_SECRETabc123'
+    assert type(vllm.made[-1]['hf_token']) is str  # the value itself: a Secret formats as '<hidden>'
+    assert scrub('401 for token hf_SECRETabc123') == '401 for token <hidden>'
+    VLLMEngine('org/m', hf_token=Secret('hf_OTHERsecret9'))  # as pt.inspect rebuilds it from its attributes
+    assert type(vllm.made[-1]['hf_token']) is str
+    assert vllm.made[-1]['hf_token'] == 'hf_OTHERsecret9'
+
+
 def _interruptible(engine):
     """The engine's vLLM with the requests it holds (``states``) and the aborts asked of it (``aborted``)."""
     states, aborted = {}, []

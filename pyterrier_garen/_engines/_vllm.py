@@ -5,7 +5,8 @@ import os
 from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
-from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
+from .._redact import remember, secret_name
+from ._base import Conversation, Engine, Generation, Secret, _require, no_information, softmax_yes, usable_logprob
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
@@ -114,9 +115,13 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         self.seed = seed
         self.enable_prefix_caching = enable_prefix_caching
         self.chat_template_kwargs = chat_template_kwargs
-        self.engine_args = engine_args
+        # a credential (hf_token=) is shown as '<hidden>' by the repr, which every warning and error quotes
+        plain = {k: v.reveal() if isinstance(v, Secret) else v for k, v in engine_args.items()}
+        secrets = [v for k, v in plain.items() if secret_name(k) and isinstance(v, str)]
+        remember(*secrets)
+        self.engine_args = {k: Secret(v) if secret_name(k) and isinstance(v, str) else v for k, v in plain.items()}
         try:
-            self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **engine_args)
+            self.llm = vllm.LLM(model=model, seed=seed, enable_prefix_caching=enable_prefix_caching, **plain)
         except RuntimeError as ex:
             if 'initialization failed' not in str(ex):
                 raise
