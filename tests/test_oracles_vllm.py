@@ -264,6 +264,36 @@ def test_a_token_among_the_engine_arguments_is_never_shown(vllm):
     assert vllm.made[-1]['hf_token'] == 'hf_OTHERsecret9'
 
 
+def test_a_closed_or_dead_engine_stops_the_run_instead_of_failing_every_item(vllm):
+    """After close() (or when vLLM's engine process died) vLLM raises EngineDeadError ("EngineCore encountered an
+    issue") at once for every request; the components counted each as a failed request (every group fell back,
+    every window kept its order) under a message that pointed at a stack trace that was not there."""
+    from pyterrier_garen._engines import AccessRefused, generate_each, yes_no_each
+    from pyterrier_garen._engines._vllm import EngineStopped
+    engine = VLLMEngine('m')
+
+    class EngineDeadError(Exception):  # vLLM's, by its name
+        pass
+
+    def dead(prompts, params, use_tqdm=True):
+        raise EngineDeadError('EngineCore encountered an issue. See stack trace (above) for the root cause.')
+    engine.llm.generate = dead
+    with pytest.raises(EngineStopped) as stopped:
+        generate_each(engine, [chat('a'), chat('b')], max_tokens=2)
+    assert str(stopped.value) == (
+        "VLLMEngine('m'): vLLM's engine has stopped (EngineDeadError: EngineCore encountered an issue. See stack trace "
+        '(above) for the root cause.); its log above says why. No request can be answered any more: build a new '
+        'VLLMEngine and rerun (summarize keeps the finished summaries)')
+    assert isinstance(stopped.value, AccessRefused)  # what every component lets through
+    assert stopped.value.exit_status == 1
+    engine.close()
+    engine.llm.generate = lambda *a, **k: pytest.fail('a closed engine is not asked')
+    with pytest.raises(EngineStopped) as stopped:
+        yes_no_each(engine, [chat('a')])
+    assert str(stopped.value) == ("VLLMEngine('m') was closed (close()), so it answers no request; build a new "
+                                  'VLLMEngine and the components on it (summarize keeps the finished summaries)')
+
+
 def _interruptible(engine):
     """The engine's vLLM with the requests it holds (``states``) and the aborts asked of it (``aborted``)."""
     states, aborted = {}, []

@@ -6,7 +6,8 @@ from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
 from .._redact import remember, secret_name
-from ._base import Conversation, Engine, Generation, Secret, _require, no_information, softmax_yes, usable_logprob
+from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, _require, no_information, softmax_yes,
+                    usable_logprob)
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
@@ -80,6 +81,12 @@ def check_engine_args(vllm: Any, engine_args: dict) -> None:
 class EngineStartError(RuntimeError):
     """vLLM's engine processes did not start; vLLM's log says why (the command line: one line, exit status 1)."""
     exit_status = 1
+
+
+class EngineStopped(AccessRefused):
+    """vLLM's engine has stopped (closed by :meth:`VLLMEngine.close`, or its process died): no request can be
+    answered any more, so the run stops at once, as with a refused key, instead of counting every item as a failed
+    request (the command line: one line, exit status 1)."""
 
 
 class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
@@ -162,17 +169,25 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         core = getattr(getattr(getattr(self, 'llm', None), 'llm_engine', None), 'engine_core', None)
         if core is not None and hasattr(core, 'shutdown'):
             core.shutdown()
+            self._closed = True
 
     def _run(self, prompts: List[dict], params) -> list:
         """``llm.generate`` that leaves no request behind: vLLM keeps the requests of a call that was interrupted
         (Ctrl-C in a notebook, an exception in its loop) and answers them with the next call, which then returned
         their outputs too (67 answers for 3 prompts) after finishing them all. They are aborted when the call fails and,
         should any be left, before the next one."""
+        if getattr(self, '_closed', False):
+            raise EngineStopped(f'{self!r} was closed (close()), so it answers no request; build a new VLLMEngine and '
+                                'the components on it (summarize keeps the finished summaries)')
         self._abort_unfinished()
         try:
             return self.llm.generate(prompts, params, use_tqdm=False)
-        except BaseException:
+        except BaseException as ex:
             self._abort_unfinished()
+            if type(ex).__name__ == 'EngineDeadError':  # each later request would fail the same way, at once
+                raise EngineStopped(f"{self!r}: vLLM's engine has stopped ({type(ex).__name__}: {str(ex)[:200]}); its "
+                                    'log above says why. No request can be answered any more: build a new VLLMEngine '
+                                    'and rerun (summarize keeps the finished summaries)') from ex
             raise
 
     def _abort_unfinished(self) -> None:
