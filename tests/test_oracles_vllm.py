@@ -217,8 +217,26 @@ def test_a_tokenizer_without_a_chat_template_is_refused_and_the_engine_stopped(v
     assert str(refused.value) == (
         "VLLMEngine: the tokenizer of 'org/base' cannot write a chat prompt (ValueError: Cannot use chat template "
         'functions because tokenizer.chat_template is not set); the components send chat conversations: use a chat '
-        '(instruct) model, or pass tokenizer= (a folder or model id whose tokenizer has a chat template)')
+        '(instruct) model, or pass chat_template= (a Jinja template or its file) or tokenizer= (a folder or model id '
+        'whose tokenizer has one)')
     assert vllm.shutdowns == 1  # its processes do not outlive the refusal
+
+
+def test_a_chat_template_among_the_engine_arguments_renders_the_prompts(vllm, tmp_path):
+    """vllm.LLM takes chat_template= but uses it only in LLM.chat; the engine renders its prompts with the
+    tokenizer, so the template given was silently ignored."""
+    # the stub's template writes U:<content> per message, |A: and then the variables it was given
+    engine = VLLMEngine('m', chat_template='<T>', chat_template_kwargs={'think': 0})
+    vllm.outputs = [output('x')]
+    engine.generate([chat('q')], max_tokens=2)
+    (prompts, _, _), = vllm.calls
+    assert prompts == [{'prompt_token_ids': [ord(c) for c in 'U:q|A:think=0chat_template=<T>']}]
+    assert engine.count_conversation_tokens(chat('q')) == len('U:q|A:think=0chat_template=<T>')
+    assert repr(engine) == "VLLMEngine('m', chat_template_kwargs={'think': 0}, chat_template='<T>')"
+    (tmp_path / 'template.jinja').write_text('<F>')
+    engine = VLLMEngine('m', chat_template=str(tmp_path / 'template.jinja'))
+    assert engine.count_conversation_tokens(chat('q')) == len('U:q|A:chat_template=<F>')  # the file's template
+    assert vllm.made[-1]['chat_template'] == str(tmp_path / 'template.jinja')  # vLLM's LLM.chat uses it too
 
 
 def test_an_engine_that_did_not_start_is_one_line_naming_the_likely_fix(vllm, monkeypatch):

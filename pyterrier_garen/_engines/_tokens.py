@@ -98,8 +98,12 @@ class HFTokenizerMixin:
 
     def count_conversation_tokens(self, conversation: Conversation) -> int:
         """Exactly the tokens of the prompt the engine sends (chat template included)."""
-        return len(self.tokenizer.encode(render_chat(self.tokenizer, conversation, self.chat_template_kwargs),
+        return len(self.tokenizer.encode(render_chat(self.tokenizer, conversation, self._template_kwargs()),
                                          add_special_tokens=False))
+
+    def _template_kwargs(self) -> Optional[dict]:
+        """What the chat template is rendered with: ``chat_template_kwargs`` (and a template of the engine's own)."""
+        return self.chat_template_kwargs
 
     def truncate(self, text: str, max_tokens: int) -> str:
         return hf_truncate(self.tokenizer, text, max_tokens)

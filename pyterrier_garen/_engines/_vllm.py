@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
@@ -138,14 +139,18 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
                                    'smaller max_model_len= (--max-model-len on the command line) or a larger '
                                    'gpu_memory_utilization=') from ex
         self.tokenizer = self.llm.get_tokenizer()
+        template = plain.get('chat_template')  # vLLM uses it only in LLM.chat: the prompts here are rendered with it
+        self._chat_template = (Path(template).read_text(encoding='utf8') if os.path.isfile(template) else template) \
+            if isinstance(template, str) else None
         try:  # every component sends chat conversations: a tokenizer without a chat template fails every request
-            render_chat(self.tokenizer, [{'role': 'user', 'content': 'ping'}], chat_template_kwargs)
+            render_chat(self.tokenizer, [{'role': 'user', 'content': 'ping'}], self._template_kwargs())
         except Exception as ex:  # noqa: BLE001 - whatever the template raises, the engine cannot be used
             self.close()
             why = str(ex) if len(str(ex)) <= 160 else str(ex)[:157] + '...'
             raise ValueError(f'VLLMEngine: the tokenizer of {model!r} cannot write a chat prompt ({type(ex).__name__}: '
                              f'{why}); the components send chat conversations: use a chat (instruct) '
-                             'model, or pass tokenizer= (a folder or model id whose tokenizer has a chat template)'
+                             'model, or pass chat_template= (a Jinja template or its file) or tokenizer= (a folder '
+                             'or model id whose tokenizer has one)'
                              ) from None
 
     @property
@@ -160,8 +165,13 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
                 continue
         return int(getattr(self.tokenizer, 'model_max_length', 8192))
 
+    def _template_kwargs(self) -> Optional[dict]:
+        template = getattr(self, '_chat_template', None)
+        return self.chat_template_kwargs if template is None else {**(self.chat_template_kwargs or {}),
+                                                                   'chat_template': template}
+
     def _prompts(self, conversations: Sequence[Conversation]) -> List[dict]:
-        return [{'prompt_token_ids': self.tokenizer.encode(render_chat(self.tokenizer, c, self.chat_template_kwargs),
+        return [{'prompt_token_ids': self.tokenizer.encode(render_chat(self.tokenizer, c, self._template_kwargs()),
                                                            add_special_tokens=False)} for c in conversations]
 
     def close(self) -> None:
