@@ -115,9 +115,11 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
             return pyterrier_dr.HgfBiEncoder.from_pretrained(rest, batch_size=batch_size)
     if _names_factory(spec):
         return _factory_of(spec)()
-    raise ValueError(f'unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a sentence-'
-                     'transformers model name or folder), hf:MODEL (a transformers model, [CLS] vector) or '
-                     'package.module:factory')
+    raise ValueError(_UNKNOWN.format(spec=spec))
+
+
+_UNKNOWN = ('unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a sentence-transformers model '
+            'name or folder), hf:MODEL (a transformers model, [CLS] vector) or package.module:factory')
 
 
 @contextlib.contextmanager
@@ -157,10 +159,35 @@ def encoder_factory(encoder) -> Callable[[], Any]:
     if encoder is None:
         encoder = DEFAULT
     if isinstance(encoder, str):
-        if _names_factory(encoder.strip()):
-            _factory_of(encoder.strip())
+        spec = encoder.strip()
+        if _names_factory(spec):
+            _factory_of(spec)
+        elif not _names_model(spec) and spec != DEFAULT:
+            raise ValueError(_UNKNOWN.format(spec=spec))  # what load_encoder says, before any actor starts
         return functools.partial(load_encoder, encoder)
     return encoder
+
+
+def _names_model(spec: str) -> bool:
+    """Whether ``spec`` has the ``sbert:MODEL`` or ``hf:MODEL`` form."""
+    kind, sep, rest = spec.partition(':')
+    return bool(sep and rest) and kind in ('sbert', 'hf')
+
+
+def check_encoder_here(factory: Callable[[], Any]) -> None:
+    """On the driver of a local cluster (whose actors read this machine's files): a spec's model given as a path
+    that is no folder is refused before any actor starts, as :func:`load_encoder` refuses it without Ray."""
+    if isinstance(factory, functools.partial) and factory.func is load_encoder and factory.args:
+        spec = str(factory.args[0]).strip()
+        if _names_model(spec):
+            check_model_folder(spec.partition(':')[2], spec)
+
+
+def _factory_name(factory: Callable[[], Any]) -> str:
+    """How an error names an encoder factory: its spec (``'sbert:/models/x'``), else its name."""
+    if isinstance(factory, functools.partial) and factory.func is load_encoder and factory.args:
+        return repr(str(factory.args[0]))
+    return getattr(factory, '__qualname__', None) or repr(factory)
 
 
 def _model_files(folder: Path) -> List[Any]:
@@ -245,16 +272,22 @@ class _ChunkWorker:
     """One Ray actor: builds its encoder once (``factory()``), then encodes whole chunks (as one process does)."""
 
     def __init__(self, factory: Callable[[], Any], batch_size: int, precision: str):
-        self.encoder = factory()
+        from ._ray import build_in_actor
+        self.encoder, self.error = build_in_actor(factory)
         self.batch_size = batch_size
         self.precision = resolve_precision(precision)
 
     def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+        if self.error:  # the encoder could not be built: every chunk answers why (raised by the driver)
+            n = len(batch['chunk'])
+            return {'chunk': np.asarray(batch['chunk'], dtype=np.int64), 'vecs': np.asarray([b''] * n, dtype=object),
+                    'dim': np.zeros(n, dtype=np.int64), 'error': np.asarray([self.error] * n, dtype=object)}
         vecs = [encode_texts(self.encoder, json.loads(texts), self.batch_size, self.precision)
                 for texts in batch['texts']]
         return {'chunk': np.asarray(batch['chunk'], dtype=np.int64),
                 'vecs': np.asarray([v.tobytes() for v in vecs], dtype=object),
-                'dim': np.asarray([v.shape[1] for v in vecs], dtype=np.int64)}
+                'dim': np.asarray([v.shape[1] for v in vecs], dtype=np.int64),
+                'error': np.asarray([''] * len(vecs), dtype=object)}
 
 
 def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[], Any], options,
@@ -277,8 +310,8 @@ def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[]
                         "or a spec string ('sbert:FOLDER')")
     if not jobs:
         return
-    from ._ray import _compute, _session
-    with _session(options, verbose) as (_, data):
+    from ._ray import _compute, _session, raise_build_error
+    with _session(options, verbose, check=lambda: check_encoder_here(factory)) as (_, data):
         items = [{'chunk': int(c), 'texts': json.dumps(list(texts))} for c, texts in jobs]
         ds = data.from_items(items, override_num_blocks=len(items))  # a failure re-runs one chunk
         out = ds.map_batches(_ChunkWorker, batch_size=1,
@@ -286,6 +319,8 @@ def encode_chunks(jobs: Sequence[Tuple[int, List[str]]], *, factory: Callable[[]
                                                     'precision': precision},
                              **_compute(data, options))
         for row in out.iter_rows():
+            if row['error']:
+                raise_build_error(str(row['error']), f'the encoder {_factory_name(factory)}')
             vecs = np.frombuffer(row['vecs'], dtype=np.float32).reshape(-1, int(row['dim']))
             yield int(row['chunk']), vecs
 

@@ -75,6 +75,45 @@ def _resolve(target: Union[str, type, Callable]) -> Callable:
         raise ValueError(f'{module} has no {attr!r} (from engine {target!r})') from ex
 
 
+def check_engine(target: Union[str, type, Callable], *, installed: bool = False) -> None:
+    """Refuse, on the driver and before any actor starts, an engine the actors could not build: a name that is no
+    registered engine and no ``'package.module:Class'`` path (``EngineSpec('nosuch')``), with ``_resolve``'s message;
+    with ``installed`` (the actors run this Python: a local cluster this job started), also a registered engine
+    whose modules are not installed (ImportError naming the extra, as the engine says without Ray) and a path whose
+    module is not there. Modules are looked up (``importlib.util.find_spec``), never imported."""
+    if not isinstance(target, str):
+        return
+    names = sorted(_registry.engine_names())
+    registered = {_registry.engine(name).target: _registry.engine(name) for name in names}
+    declared = _registry.engine(target) if target in names else registered.get(target)
+    if declared is None and ':' not in target:
+        raise ValueError(f'unknown engine {target!r}: use one of {names}, an Engine class, or a '
+                         '"package.module:Class" path')
+    if not installed:
+        return
+    if declared is not None:
+        from ._engines._base import _EXTRA_HINTS, require_message
+        what = declared.target.partition(':')[2]
+        extra = next((e for e in declared.extras if e in _EXTRA_HINTS), 'vllm')
+        for module in declared.requires:
+            if not _findable(module):
+                raise ImportError(require_message(module, what, extra))
+        return
+    module = target.partition(':')[0]
+    if not _findable(module):
+        raise ValueError(f'no module {module!r} (from engine {target!r}); use one of {names}, an Engine class, or a '
+                         '"package.module:Class" path')
+
+
+def _findable(module: str) -> bool:
+    """Whether ``module`` can be imported, looked up without importing it (its parent packages are imported)."""
+    import importlib.util
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package that is missing (or is no package)
+        return False
+
+
 _secret_name = secret_name
 
 
@@ -271,8 +310,12 @@ def ray_options(ray: Union[None, bool, str, RayOptions], **overrides) -> Optiona
 
 
 @contextlib.contextmanager
-def _session(options: RayOptions, verbose: bool):
-    """Connect to (or start) a Ray cluster for one job; disconnect afterwards unless the caller had connected."""
+def _session(options: RayOptions, verbose: bool, check: Optional[Callable[[], None]] = None):
+    """Connect to (or start) a Ray cluster for one job; disconnect afterwards unless the caller had connected.
+
+    When this job started a local cluster, its actors run this Python on this machine: the cluster's CPUs and GPUs
+    are checked against what each actor asks for (:func:`check_resources`), and ``check()`` is called (what the
+    actors need is installed here), both before any actor starts."""
     ray, data = _import_ray()
     started = False
     if not ray.is_initialized():
@@ -282,6 +325,10 @@ def _session(options: RayOptions, verbose: bool):
         ray.init(address=options.address, **kwargs)
         started = True
     try:
+        if started and _started_here(ray):
+            if check is not None:
+                check()
+            check_resources(ray.cluster_resources(), options)
         ctx = data.DataContext.get_current()
         saved = {k: getattr(ctx, k) for k in ('enable_progress_bars', 'print_on_execution_start',
                                                'retried_map_errors', 'max_map_retries')}
@@ -300,6 +347,58 @@ def _session(options: RayOptions, verbose: bool):
     finally:
         if started:
             ray.shutdown()
+
+
+def _started_here(ray) -> bool:
+    """Whether ``ray.init`` started a local cluster (this driver is its head node) rather than connecting to one."""
+    node = getattr(getattr(getattr(ray, '_private', None), 'worker', None), '_global_node', None)
+    return getattr(node, 'head', None) is True
+
+
+class RayResourceError(ValueError):
+    """Each actor asks for more CPUs or GPUs than the local cluster has: Ray would wait for them for ever."""
+
+
+def check_resources(resources: Dict[str, float], options: RayOptions) -> None:
+    """:class:`RayResourceError` when one actor asks for more CPUs or GPUs than ``resources`` (a local cluster's
+    ``ray.cluster_resources()``) hold: no actor could start, and Ray Data waits for one without end (``summarize
+    --ray`` with vLLM on a machine without a GPU printed "pending: 1 CPU, 1 GPU" until it was stopped)."""
+    for name, asked, option, flag in (('GPU', options.num_gpus, 'num_gpus', ', --gpus-per-worker'),
+                                      ('CPU', options.num_cpus, 'num_cpus', '')):
+        have = float(resources.get(name, 0))
+        if asked and asked > have:
+            fix = ('pass --gpus-per-worker 0 (num_gpus=0) for an engine that needs no GPU here (an OpenAI-compatible '
+                   'server, vLLM on CPU), or run where a GPU is' if name == 'GPU' else
+                   f'ask for at most {have:g} (num_cpus=...)')
+            raise RayResourceError(f'each Ray actor asks for {asked:g} {name}{"" if asked == 1 else "s"} '
+                                   f'({option}={asked:g}{flag}), but the local Ray cluster started for this job has '
+                                   f'{have:g}, so no actor could start; {fix}')
+
+
+class ActorBuildError(ValueError):
+    """A Ray actor could not build its summariser or encoder, for a reason a user can fix (a missing package, a
+    model that is not there); the message is that reason, in one line."""
+
+
+def build_in_actor(build: Callable[[], Any]) -> Tuple[Any, str]:
+    """In an actor: ``(build(), '')``, or ``(None, 'Type: message')`` when building raised a user error (what the
+    command line shows in one line). The actor then answers every batch with that error, which the driver raises
+    (:func:`raise_build_error`): an actor that died in its constructor came back through hundreds of lines of Ray's
+    tracebacks. Anything else is a bug and raises here, keeping its traceback."""
+    try:
+        return build(), ''
+    except Exception as ex:  # noqa: BLE001 - sorted into user errors and bugs by the command line's own rule
+        from ._errors import user_message
+        message = user_message(ex)
+        if message is None:
+            raise
+        return None, f'{type(ex).__name__}: {message}'
+
+
+def raise_build_error(error: str, what: str) -> None:
+    """On the driver: :class:`ActorBuildError` for the ``error`` an actor answered (see :func:`build_in_actor`)."""
+    raise ActorBuildError(f'a Ray actor could not build {what}: {error} (each actor builds its own where it runs: on '
+                          "a cluster, install or fix it on the cluster's nodes)")
 
 
 class RayAddressError(ValueError):
@@ -338,7 +437,9 @@ class _SummarizeWorker:
     """One Ray actor: builds its summariser (and engine) once, then answers whole summariser batches."""
 
     def __init__(self, recipe, expected: Dict[str, Any]):
-        self.summarizer = recipe.build()
+        self.summarizer, self.error = build_in_actor(recipe.build)
+        if self.error:
+            return
         config = self.summarizer.config()
         if config != expected:
             raise ValueError(f'the summariser built in a Ray actor reports config {config}, the driver expected '
@@ -350,8 +451,12 @@ class _SummarizeWorker:
 
     def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
         out: Dict[str, list] = {'batch': [], 'records': [], 'prompt_tokens': [], 'completion_tokens': [],
-                                'pid': []}
-        for batch_id, payload in zip(batch['batch'], batch['payload']):
+                                'pid': [], 'error': []}
+        if self.error:  # the summariser could not be built: every batch answers why (raised by the driver)
+            n = len(batch['batch'])
+            out.update(batch=[int(b) for b in batch['batch']], records=['[]'] * n, prompt_tokens=[0] * n,
+                       completion_tokens=[0] * n, pid=[os.getpid()] * n, error=[self.error] * n)
+        for batch_id, payload in zip(batch['batch'], batch['payload']) if not self.error else ():
             groups = json.loads(payload)
             before = self._tokens()
             records = self.summarizer.summarize(groups)
@@ -363,7 +468,8 @@ class _SummarizeWorker:
             out['prompt_tokens'].append(after[0] - before[0])
             out['completion_tokens'].append(after[1] - before[1])
             out['pid'].append(os.getpid())
-        return {k: np.asarray(v, dtype=object if k == 'records' else np.int64) for k, v in out.items()}
+            out['error'].append('')
+        return {k: np.asarray(v, dtype=object if k in ('records', 'error') else np.int64) for k, v in out.items()}
 
 
 def summarize_batches(summarizer, batches: Sequence[Sequence[Dict[str, Any]]], *, options: RayOptions,
@@ -384,10 +490,12 @@ def summarize_batches(summarizer, batches: Sequence[Sequence[Dict[str, Any]]], *
         verbose: Ray's logs and progress bars.
     """
     recipe = as_recipe(summarizer)
+    engine = recipe.engine.engine if isinstance(recipe, SummarizerSpec) else None
+    check_engine(engine)  # a name that is no engine: refused before Ray starts
     expected = config if config is not None else recipe.config()
     if not batches:
         return
-    with _session(options, verbose) as (_, data):
+    with _session(options, verbose, check=lambda: check_engine(engine, installed=True)) as (_, data):
         items = [{'batch': i, 'payload': json.dumps(list(b))} for i, b in enumerate(batches)]
         # one block per batch: a failure re-runs one summariser batch, not a whole block of them
         ds = data.from_items(items, override_num_blocks=len(items))
@@ -395,6 +503,8 @@ def summarize_batches(summarizer, batches: Sequence[Sequence[Dict[str, Any]]], *
                                                                                     'expected': expected},
                              **_compute(data, options))
         for row in out.iter_rows():
+            if row['error']:
+                raise_build_error(str(row['error']), f'the summariser {recipe!r}')
             records = [(int(g), r) for g, r in json.loads(row['records'])]
             yield records, {'batch': int(row['batch']), 'prompt_tokens': int(row['prompt_tokens']),
                             'completion_tokens': int(row['completion_tokens']), 'pid': int(row['pid'])}
@@ -407,16 +517,21 @@ class _EncodeWorker:
     """One Ray actor: builds its document encoder once (``factory()``), then encodes batches of documents."""
 
     def __init__(self, factory: Callable[[], Any]):
-        self.encoder = factory()
+        self.encoder, self.error = build_in_actor(factory)
 
     def __call__(self, batch: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
         import pandas as pd
+        if self.error:  # the encoder could not be built: every batch answers why (raised by the driver)
+            n = len(batch['pos'])
+            return {'pos': np.asarray(batch['pos'], dtype=np.int64), 'docno': np.asarray(batch['docno'], dtype=object),
+                    'doc_vec': np.zeros((n, 1), dtype=np.float32), 'error': np.asarray([self.error] * n, dtype=object)}
         frame = pd.DataFrame({'docno': [str(d) for d in batch['docno']], 'text': [str(t) for t in batch['text']]})
         encoded = self.encoder(frame)
         if len(encoded) != len(frame) or list(encoded['docno']) != list(frame['docno']):
             raise RuntimeError(f'{self.encoder!r} did not return one vector per document in input order')
         return {'pos': np.asarray(batch['pos'], dtype=np.int64), 'docno': np.asarray(frame['docno'], dtype=object),
-                'doc_vec': np.stack([np.asarray(v, dtype=np.float32) for v in encoded['doc_vec']])}
+                'doc_vec': np.stack([np.asarray(v, dtype=np.float32) for v in encoded['doc_vec']]),
+                'error': np.asarray([''] * len(frame), dtype=object)}
 
 
 def encode_docs(docs: Iterable[Dict[str, Any]], *, factory: Callable[[], Any], options: RayOptions,
@@ -456,6 +571,9 @@ def _encoded(docs, factory, options: RayOptions, batch_size: int, verbose: bool)
                              **_compute(data, options))
         expected = 0
         for batch in out.iter_batches(batch_size=None, batch_format='numpy'):
+            failed = [str(e) for e in batch['error'] if e]
+            if failed:
+                raise_build_error(failed[0], f'the encoder {factory!r}')
             for pos, docno, vec in zip(batch['pos'], batch['docno'], batch['doc_vec']):
                 if int(pos) != expected:  # preserve_order guarantees this; a silent reorder would corrupt the index
                     raise RuntimeError(f'Ray returned document {int(pos)} where {expected} was expected')

@@ -174,10 +174,13 @@ class EngineName:
         name: the short name.
         target: ``'module:attribute'`` of the engine class, imported only where the engine is built.
         extras: the ``setup.cfg`` extras it needs.
+        requires: the modules its constructor imports (the first of ``extras`` installs them); the Ray driver
+            looks them up, without importing them, before the actors of a local cluster build the engine.
     """
     name: str
     target: str
     extras: Tuple[str, ...] = ()
+    requires: Tuple[str, ...] = ()
 
 
 _SYSTEMS: Dict[str, System] = {}
@@ -368,6 +371,7 @@ register_navigator(Navigator('vote', lambda groups, prepared, encoder: _public('
 # ---------------------------------------------------------------------------------------------------------------------
 # the built-in engine short names (public names, so the engines' module layout does not matter here)
 
-register_engine(EngineName('vllm', 'pyterrier_garen:VLLMEngine', extras=('vllm',)))
-register_engine(EngineName('openai', 'pyterrier_garen:OpenAIEngine', extras=('openai',)))
-register_engine(EngineName('transformers', 'pyterrier_garen:TransformersEngine', extras=('cpu',)))
+register_engine(EngineName('vllm', 'pyterrier_garen:VLLMEngine', extras=('vllm',), requires=('vllm',)))
+register_engine(EngineName('openai', 'pyterrier_garen:OpenAIEngine', extras=('openai',), requires=('openai',)))
+register_engine(EngineName('transformers', 'pyterrier_garen:TransformersEngine', extras=('cpu',),
+                           requires=('torch', 'transformers')))

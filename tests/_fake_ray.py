@@ -61,15 +61,27 @@ class Data:
 
 
 class Ray:
+    """``head``: whether ``init`` starts a local cluster (this driver its head node) rather than connecting to one;
+    ``resources``: what ``cluster_resources()`` answers."""
+
     def __init__(self, initialized=False):
         self.initialized = initialized
         self.events = []
+        self.head = False
+        self.resources = {'CPU': 2.0}
 
     def is_initialized(self):
         return self.initialized
 
     def init(self, address=None, **kwargs):
+        import types
         self.events.append(('init', address, kwargs))
+        node = types.SimpleNamespace(head=self.head)
+        self._private = types.SimpleNamespace(worker=types.SimpleNamespace(_global_node=node))
+
+    def cluster_resources(self):
+        self.events.append(('cluster_resources',))
+        return dict(self.resources)
 
     def shutdown(self):
         self.events.append(('shutdown',))

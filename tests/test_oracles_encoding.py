@@ -14,7 +14,7 @@ import numpy as np
 import pyterrier as pt
 import pytest
 
-from pyterrier_garen import _encoding
+from pyterrier_garen import _encoding, _ray
 from pyterrier_garen._encoding import (ChunkStore, encode_chunked, encode_texts, encoder_factory, encoder_identity,
                                        encoder_slug, length_order, load_encoder, partial_dir, resolve_precision)
 from pyterrier_garen._ray import RayOptions
@@ -829,3 +829,60 @@ def test_an_encoding_with_unusable_vectors_warns_naming_them(tmp_path, monkeypat
     for docno in ('d2', 'd3'):
         assert np.isfinite(got[docno]).all()
         assert np.linalg.norm(got[docno]) == pytest.approx(1., rel=1e-6)
+
+
+@pytest.mark.parametrize('spec', ['MiniLM', 'sbert', 'a/b:c', 'some model'])
+def test_on_ray_a_spec_of_no_known_form_is_refused_on_the_driver(spec):
+    with pytest.raises(ValueError) as refused:
+        encoder_factory(spec)
+    assert str(refused.value) == (f'unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a '
+                                  'sentence-transformers model name or folder), hf:MODEL (a transformers model, [CLS] '
+                                  'vector) or package.module:factory')
+
+
+@pytest.mark.parametrize('head', [True, False])
+def test_on_a_local_cluster_a_model_folder_that_is_not_there_is_refused_before_any_actor(monkeypatch, tmp_path, head):
+    ray, data = _fake_ray.install(monkeypatch)
+    ray.head = head  # True: ray.init starts a local cluster, whose actors read this machine's files
+    spec = f'sbert:{tmp_path}/no-model'
+    if head:
+        with pytest.raises(ValueError) as refused:
+            list(_encoding.encode_chunks([(0, ['a'])], factory=encoder_factory(spec), options=RayOptions()))
+        assert str(refused.value) == (f"'{spec}': there is no model folder at {tmp_path}/no-model (no such path); "
+                                      'check the path, or give a model name the local Hugging Face cache holds')
+        assert [e[0] for e in ray.events] == ['init', 'shutdown']
+        assert data.calls == []
+        return
+    # on a cluster it connects to, the folder may be on the nodes: the actor looks, and says what it found
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(_encoding.encode_chunks([(0, ['a'])], factory=encoder_factory(spec), options=RayOptions()))
+    assert str(refused.value) == (f"a Ray actor could not build the encoder '{spec}': ValueError: '{spec}': there is "
+                                  f'no model folder at {tmp_path}/no-model (no such path); check the path, or give a '
+                                  'model name the local Hugging Face cache holds (each actor builds its own where it '
+                                  "runs: on a cluster, install or fix it on the cluster's nodes)")
+
+
+def test_a_chunk_worker_that_cannot_build_its_encoder_answers_why_for_each_chunk(monkeypatch):
+    def missing():
+        raise ImportError("no module named 'my_encoder_zz'")
+    worker = _encoding._ChunkWorker(missing, 5, 'fp32')
+    out = worker({'chunk': np.asarray([4, 9], dtype=object), 'texts': np.asarray(['["a"]', '["b"]'], dtype=object)})
+    assert {k: v.tolist() for k, v in out.items()} == {'chunk': [4, 9], 'vecs': [b'', b''], 'dim': [0, 0],
+                                                       'error': ["ImportError: no module named 'my_encoder_zz'"] * 2}
+    assert _encoding._ChunkWorker(make_stub, 5, 'fp32')({'chunk': np.asarray([0]), 'texts': np.asarray(['["a"]'])}
+                                                        )['error'].tolist() == ['']
+    _fake_ray.install(monkeypatch)
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(_encoding.encode_chunks([(0, ['a'])], factory=missing, options=RayOptions()))
+    assert str(refused.value) == ("a Ray actor could not build the encoder "
+                                  f"{missing.__qualname__}: ImportError: no module named 'my_encoder_zz' (each actor "
+                                  "builds its own where it runs: on a cluster, install or fix it on the cluster's "
+                                  'nodes)')
+
+
+def test_a_bug_in_an_encoder_factory_keeps_its_traceback(monkeypatch):
+    def buggy():
+        raise ZeroDivisionError('a bug in the factory')
+    _fake_ray.install(monkeypatch)
+    with pytest.raises(ZeroDivisionError, match='^a bug in the factory$'):
+        list(_encoding.encode_chunks([(0, ['a'])], factory=buggy, options=RayOptions()))

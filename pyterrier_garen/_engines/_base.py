@@ -22,13 +22,18 @@ _EXTRA_HINTS = {
 }
 
 
+def require_message(module: str, what: str, extra: str = 'vllm') -> str:
+    """What :func:`_require` says when ``module`` is not installed (the Ray driver says it too, before any actor)."""
+    return (f'{what} needs the {module!r} package, which is not installed; install the extra with '
+            f'`{_EXTRA_HINTS[extra]}` (or `pip install {module}`)')
+
+
 def _require(module: str, what: str, extra: str = 'vllm') -> Any:
     """Import ``module`` or raise an ImportError that says which extra to install."""
     try:
         return importlib.import_module(module)
     except ImportError as ex:
-        raise ImportError(f'{what} needs the {module!r} package, which is not installed; install the extra with '
-                          f'`{_EXTRA_HINTS[extra]}` (or `pip install {module}`)') from ex
+        raise ImportError(require_message(module, what, extra)) from ex
 
 
 class Secret(str):
