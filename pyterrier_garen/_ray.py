@@ -395,8 +395,24 @@ def build_in_actor(build: Callable[[], Any]) -> Tuple[Any, str]:
         return None, f'{type(ex).__name__}: {message}'
 
 
+#: starts the error an actor answers when its model failed on a batch (after it was built)
+CALL_FAILED = 'call: '
+
+
+def call_error(ex: Exception) -> str:
+    """``'Type: message'`` for an error of a built summariser's call that no retry can mend (a ``ValueError``: a
+    prompt that cannot fit the model's context), what the command line shows in one line; ``''`` for a bug and for
+    an ``OSError`` (a connection that may come back), which Ray retries and reports with its traceback."""
+    from ._errors import user_message
+    message = None if isinstance(ex, OSError) else user_message(ex)
+    return f'{type(ex).__name__}: {message}' if message is not None else ''
+
+
 def raise_build_error(error: str, what: str) -> None:
-    """On the driver: :class:`ActorBuildError` for the ``error`` an actor answered (see :func:`build_in_actor`)."""
+    """On the driver: :class:`ActorBuildError` for the ``error`` an actor answered (see :func:`build_in_actor`), or
+    the summariser's own one-line error on a batch (:data:`CALL_FAILED`)."""
+    if error.startswith(CALL_FAILED):
+        raise ActorBuildError(f'{what} failed in a Ray actor: {error[len(CALL_FAILED):]}')
     raise ActorBuildError(f'a Ray actor could not build {what}: {error} (each actor builds its own where it runs: on '
                           "a cluster, install or fix it on the cluster's nodes)")
 
@@ -459,7 +475,16 @@ class _SummarizeWorker:
         for batch_id, payload in zip(batch['batch'], batch['payload']) if not self.error else ():
             groups = json.loads(payload)
             before = self._tokens()
-            records = self.summarizer.summarize(groups)
+            try:
+                records = self.summarizer.summarize(groups)
+            except Exception as ex:  # noqa: BLE001 - a user error is answered (one line), anything else raised
+                error = call_error(ex)
+                if not error:
+                    raise  # a bug, or an error that may pass (a connection): Ray retries the batch
+                for key, value in (('batch', int(batch_id)), ('records', '[]'), ('prompt_tokens', 0),
+                                   ('completion_tokens', 0), ('pid', os.getpid()), ('error', CALL_FAILED + error)):
+                    out[key].append(value)
+                continue
             if len(records) != len(groups):
                 raise RuntimeError(f'{self.summarizer!r} returned {len(records)} records for {len(groups)} groups')
             after = self._tokens()

@@ -734,3 +734,32 @@ def test_an_encode_actor_that_cannot_build_its_encoder_answers_one_line(fake):
         'pos': [3], 'docno': ['d'], 'doc_vec': [[0.0]], 'error': ["ImportError: no module named 'my_encoder_zz'"]}
     assert _EncodeWorker(Encoder)({'pos': np.asarray([0]), 'docno': np.asarray(['d'], dtype=object),
                                    'text': np.asarray(['t'], dtype=object)})['error'].tolist() == ['']
+
+
+class TooLong(Summarizer):
+    """A summariser whose every call is refused for a reason no retry mends (its prompt cannot fit), or, for the
+    group 9, fails to connect (which may pass: Ray retries it)."""
+
+    def summarize(self, groups):
+        if any(g['group'] == 9 for g in groups):
+            raise ConnectionRefusedError(111, 'Connection refused')
+        raise ValueError('the summary prompt takes 261 tokens before any document; lower max_tokens=')
+
+
+def test_a_summariser_that_refuses_a_batch_for_good_is_one_line_and_a_connection_error_is_retried_by_ray(fake):
+    spec = EngineSpec(f'{__name__}:ToyEngine', model='m').summarizer(summarizer=f'{__name__}:TooLong')
+    with pytest.raises(_ray.ActorBuildError) as refused:
+        list(summarize_batches(spec, GROUPS[:1], options=RayOptions()))
+    assert str(refused.value) == (f'the summariser {spec!r} failed in a Ray actor: ValueError: the summary prompt '
+                                  'takes 261 tokens before any document; lower max_tokens=')
+    worker = _SummarizeWorker(spec, expected={'model': 'm'})
+    out = worker({'batch': np.asarray([3, 4]), 'payload': np.asarray([json.dumps(GROUPS[0])] * 2, dtype=object)})
+    assert {k: v.tolist() for k, v in out.items()} == {
+        'batch': [3, 4], 'records': ['[]', '[]'], 'prompt_tokens': [0, 0], 'completion_tokens': [0, 0],
+        'pid': [os.getpid()] * 2, 'error': ['call: ValueError: the summary prompt takes 261 tokens before any '
+                                            'document; lower max_tokens='] * 2}
+    with pytest.raises(ConnectionRefusedError):
+        worker({'batch': np.asarray([1]), 'payload': np.asarray([json.dumps(GROUPS[1])], dtype=object)})
+    assert _ray.call_error(KeyError('k')) == 'KeyError: k'
+    assert _ray.call_error(OSError(28, 'No space left on device')) == ''
+    assert _ray.call_error(RuntimeError('a bug')) == ''
