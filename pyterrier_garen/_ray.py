@@ -322,7 +322,14 @@ def _session(options: RayOptions, verbose: bool, check: Optional[Callable[[], No
         kwargs = {'logging_level': logging.INFO if verbose else logging.WARNING, 'log_to_driver': verbose,
                   **options.init_kwargs}
         check_reachable(options.address or os.environ.get('RAY_ADDRESS'))
-        ray.init(address=options.address, **kwargs)
+        try:
+            ray.init(address=options.address, **kwargs)
+        except ValueError as ex:  # Ray's "Invalid address format: junk" does not say where the address came from
+            if options.address or not os.environ.get('RAY_ADDRESS'):
+                raise
+            raise RayAddressError(f"$RAY_ADDRESS={os.environ['RAY_ADDRESS']!r}, which ray.init reads when no "
+                                  f'address is given: {ex}; set it to a cluster\'s address (head:6379, '
+                                  'ray://head:10001) or unset it to start a local cluster for this job') from None
         started = True
     try:
         if started and _started_here(ray):

@@ -763,3 +763,23 @@ def test_a_summariser_that_refuses_a_batch_for_good_is_one_line_and_a_connection
     assert _ray.call_error(KeyError('k')) == 'KeyError: k'
     assert _ray.call_error(OSError(28, 'No space left on device')) == ''
     assert _ray.call_error(RuntimeError('a bug')) == ''
+
+
+def test_ray_refusing_the_address_of_the_environment_names_the_variable(fake, monkeypatch):
+    ray, _ = fake
+
+    def refuse(address=None, **kwargs):
+        raise ValueError('Invalid address format: junk')
+    monkeypatch.setattr(ray, 'init', refuse)
+    monkeypatch.setenv('RAY_ADDRESS', 'junk')
+    with pytest.raises(_ray.RayAddressError) as refused, _ray._session(RayOptions(), False):
+        pass
+    assert str(refused.value) == ("$RAY_ADDRESS='junk', which ray.init reads when no address is given: Invalid "
+                                  "address format: junk; set it to a cluster's address (head:6379, ray://head:10001) "
+                                  'or unset it to start a local cluster for this job')
+    with pytest.raises(ValueError, match='^Invalid address format: junk$'), \
+            _ray._session(RayOptions(address='junk'), False):  # an address given: Ray's own message names it
+        pass
+    monkeypatch.delenv('RAY_ADDRESS')
+    with pytest.raises(ValueError, match='^Invalid address format: junk$'), _ray._session(RayOptions(), False):
+        pass
