@@ -264,8 +264,9 @@ class RayOptions:
 
     Args:
         address: the cluster (``'auto'``, ``'ray://head:10001'``, ``'head:6379'``); None: the cluster named by
-            ``$RAY_ADDRESS`` if set, else a new local cluster on this machine (shut down when the job ends). When
-            Ray is already initialised in this process, that connection is used and left open.
+            ``$RAY_ADDRESS`` if set, else one already running on this machine (``ray start``; ``ray.init`` joins
+            it, and it is left running), else a new local cluster on this machine (shut down when the job ends).
+            When Ray is already initialised in this process, that connection is used and left open.
         workers: actors in the pool (one engine or encoder each).
         num_cpus: CPUs reserved per actor.
         num_gpus: GPUs reserved per actor (1 for a ``VLLMEngine`` on one GPU; 0 for an ``OpenAIEngine`` client).
@@ -324,6 +325,13 @@ def _session(options: RayOptions, verbose: bool, check: Optional[Callable[[], No
         check_reachable(options.address or os.environ.get('RAY_ADDRESS'))
         try:
             ray.init(address=options.address, **kwargs)
+        except ConnectionError as ex:  # a cluster that answers but refuses this driver (e.g. its authentication
+            # token): the command line read a bare ConnectionError as a failed dataset download
+            address = options.address or os.environ.get('RAY_ADDRESS') or 'this machine'
+            raise RayAddressError(f'Ray could not join the cluster at {address} ({type(ex).__name__}: {ex}); Ray\'s '
+                                  'log lines above say why (e.g. an authentication token the cluster refuses); pass '
+                                  'the address of a cluster this machine may join, or leave the address out to '
+                                  'start a local cluster for this job') from None
         except ValueError as ex:  # Ray's "Invalid address format: junk" does not say where the address came from
             if options.address or not os.environ.get('RAY_ADDRESS'):
                 raise

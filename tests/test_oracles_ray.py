@@ -783,3 +783,24 @@ def test_ray_refusing_the_address_of_the_environment_names_the_variable(fake, mo
     monkeypatch.delenv('RAY_ADDRESS')
     with pytest.raises(ValueError, match='^Invalid address format: junk$'), _ray._session(RayOptions(), False):
         pass
+
+
+def test_a_cluster_that_refuses_to_be_joined_is_one_line_naming_it_not_a_failed_download(fake, monkeypatch):
+    from pyterrier_garen._errors import user_message
+    ray, _ = fake
+
+    def refuse(address=None, **kwargs):
+        raise ConnectionError('Failed to connect to Ray cluster at 192.0.2.2:6390')
+    monkeypatch.setattr(ray, 'init', refuse)
+    with pytest.raises(_ray.RayAddressError) as refused, _ray._session(RayOptions(address='127.0.0.1:6390'), False):
+        pass
+    message = ('Ray could not join the cluster at 127.0.0.1:6390 (ConnectionError: Failed to connect to Ray cluster at '
+               "192.0.2.2:6390); Ray's log lines above say why (e.g. an authentication token the cluster refuses); "
+               'pass the address of a cluster this machine may join, or leave the address out to start a local '
+               'cluster for this job')
+    assert str(refused.value) == message
+    assert user_message(refused.value) == message  # not "cannot reach the network to download data"
+    monkeypatch.delenv('RAY_ADDRESS', raising=False)
+    with pytest.raises(_ray.RayAddressError, match='^Ray could not join the cluster at this machine '), \
+            _ray._session(RayOptions(), False):
+        pass
