@@ -817,7 +817,7 @@ def test_a_package_is_unpacked_beside_it(tmp_path, loads, name, unpacked):
     assert load_package(tmp_path / name, memo_limit=None) == 'loaded'
     assert len(loads) == 2  # the unpacked temporary opens before it is moved in, then the folder is loaded
     assert Path(loads[0][0]).name.startswith(f'.{unpacked}.')
-    assert loads[0][1] == {'memo_limit': None}
+    assert loads[0][1] == {}  # the package is checked alone: the caller's arguments are for the folder's class
     assert loads[1] == (str(tmp_path / unpacked), {'memo_limit': None})
     assert _unpacked(tmp_path / unpacked) == {'pt_meta.json': b'{"type": "x"}', 'sub': None,
                                               'sub/data.bin': b'\x00\x01'}
