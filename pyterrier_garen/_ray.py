@@ -28,16 +28,13 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequ
 import numpy as np
 
 from . import _registry
-from ._redact import SECRET_WORDS, secret_name
+from ._redact import secret_name
 
 __all__ = ['RayOptions', 'EngineSpec', 'SummarizerSpec', 'ray_options', 'as_recipe', 'summarize_batches', 'encode_docs',
            'encode_into']
 
 _EXTRA_HINT = "pip install -e '.[ray]' (in a clone of pyterrier-garen)"
 
-#: A keyword argument is a secret when a word of its name (split at '_' and '-') is one of these: ``api_key``,
-#: ``hf_token``, ``client_secret``; not ``max_tokens`` or ``max_num_batched_tokens`` (counts), nor ``ssl_keyfile``.
-_SECRET_WORDS = SECRET_WORDS
 
 
 def _import_ray():
@@ -114,11 +111,8 @@ def _findable(module: str) -> bool:
         return False
 
 
-_secret_name = secret_name
-
-
 def _shown(name: Any, value: Any) -> Any:
-    if _secret_name(str(name)) and not (value is None or (isinstance(value, str) and value == 'EMPTY')):
+    if secret_name(str(name)) and not (value is None or (isinstance(value, str) and value == 'EMPTY')):
         return '***'
     if isinstance(value, dict):  # e.g. default_headers={'Authorization': ...}: each entry by its own name
         return {k: _shown(k, v) for k, v in value.items()}
@@ -127,8 +121,8 @@ def _shown(name: Any, value: Any) -> Any:
 
 
 def _masked(kwargs: Dict[str, Any]) -> Dict[str, Any]:
-    """``kwargs`` for display: values of secret names (see :data:`_SECRET_WORDS`, also inside dicts) as ``'***'``,
-    credentials inside URLs hidden."""
+    """``kwargs`` for display: values of secret names (:func:`pyterrier_garen._redact.secret_name`, also inside
+    dicts) as ``'***'``, credentials inside URLs hidden."""
     return {k: _shown(k, v) for k, v in kwargs.items()}
 
 
