@@ -410,8 +410,11 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
     queries = _prepared(perquery, ['qid']) if perquery is not None else None
     frame = frame[frame.system.isin(list(systems)) & frame.r.isin(_rerankers(frame, rerankers))]
     budgets = sorted(frame.budget.unique())
+    keys = ['collection', 'system', 'r', 'seed']
+    # the per-query rows of each run, split once (a mask over every row per run cost seconds on a sweep of sweeps)
+    runs = dict(iter(queries.groupby(keys, sort=False))) if queries is not None else {}
     rows = []
-    for (collection, system, r, seed), group in frame.groupby(['collection', 'system', 'r', 'seed'], sort=False):
+    for (collection, system, r, seed), group in frame.groupby(keys, sort=False):
         values = group.set_index('budget')[measure].sort_index()
         if len(values) < 2:
             continue
@@ -423,9 +426,8 @@ def budget_monotonicity(table: pd.DataFrame, systems: Iterable[str] = ('GAREN', 
         if queries is not None:
             upper = steps.idxmin()  # the larger budget of the worst step (the first such step on a tie)
             lower = values.index[values.index.get_loc(upper) - 1]
-            mine = queries[(queries.collection == collection) & (queries.system == system) & (queries.r == r)
-                           & (queries.seed == seed)]
-            wide = mine[mine.budget.isin([lower, upper])].pivot_table(index='qid', columns='budget', values=measure)
+            mine = runs.get((collection, system, r, seed), queries.iloc[:0])
+            wide = mine[mine.budget.isin([lower, upper])].groupby(['qid', 'budget'])[measure].mean().unstack()
             diff = (wide[upper] - wide[lower]).dropna() if {lower, upper} <= set(wide.columns) else pd.Series([])
             p = stratified_paired_test([diff.to_numpy()])
             row['p'] = p

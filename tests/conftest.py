@@ -5,10 +5,15 @@ $GAREN_TEST_PRISTINE to start each session from a fresh copy of such a folder (m
 what it reads, and the next one must not see that).
 """
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
+# Compiled modules are cached in __pycache__ (ignored by git) even where $PYTHONDONTWRITEBYTECODE is set: without the
+# cache each run rewrites some 33,000 lines of tests for pytest's assertions (about 20 CPU-s) and each subprocess a
+# test starts compiles the package again
+sys.dont_write_bytecode = False
 os.environ.setdefault('HF_HUB_OFFLINE', '1')
 os.environ.setdefault('TRANSFORMERS_OFFLINE', '1')
 

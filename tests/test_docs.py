@@ -142,16 +142,18 @@ def _regen():
     return load_script('docs/regen.py')
 
 
-@pytest.mark.slow  # about 80 s, a quarter of the default tier: .ci/run's slow tier runs it
+@pytest.mark.slow  # about 40 s: .ci/run's slow tier runs it
 def test_generated_blocks_match_a_fresh_run():
-    """Every cheap ``<!-- generated: CMD -->`` block holds what CMD prints now (python docs/regen.py rewrites them)."""
+    """Every cheap ``<!-- generated: CMD -->`` block holds what CMD prints now (python docs/regen.py rewrites them;
+    its scripts run in this interpreter here, ``python docs/regen.py --check`` runs each in a fresh one)."""
     regen = _regen()
     found = 0
     for page in regen.PAGES:
         for _, slow, command, body in regen.blocks(page.read_text()):
             found += 1
             if not slow:
-                assert body == regen.run(command), f'{page.name}: rerun `python docs/regen.py` ({command})'
+                assert body == regen.run(command, in_process=True), \
+                    f'{page.name}: rerun `python docs/regen.py` ({command})'
     assert found >= 3
 
 
@@ -413,3 +415,14 @@ def test_saved_runs_name_their_packages_and_the_line_under_a_table_says_them():
         record = json.loads((ROOT / 'bench' / 'results' / f'compare-{name}.json').read_text())
         assert {'torch', 'transformers', 'leidenalg', 'pyterrier'} <= set(record['packages']), name
         assert record['cpu_native_bf16'] in (True, False), name
+
+
+def test_a_block_run_in_process_prints_what_a_fresh_interpreter_prints():
+    regen = _regen()
+    command = 'python docs/regen.py --signature GAREN | sed -n 1p'
+    here = regen.run(command, in_process=True)
+    assert here == regen.run(command)
+    assert here.startswith('`GAREN(')
+    assert here.count('\n') == 1
+    with pytest.raises(RuntimeError, match=r"(?s)failed \(2\).*unrecognized arguments: --no-such"):
+        regen.run('python docs/regen.py --no-such', in_process=True)

