@@ -18,9 +18,20 @@ def _add_ray_args(p) -> None:
     p.add_argument('--ray', nargs='?', const='', metavar='ADDRESS',
                    help='run in a Ray actor pool: alone, a local cluster (or $RAY_ADDRESS); with an ADDRESS '
                         '(auto, ray://head:10001), that cluster (default: no Ray, one process)')
-    p.add_argument('--workers', type=int, default=2, help='Ray actors, one model each (with --ray)')
+    p.add_argument('--workers', type=_at_least(1, 'a whole number of at least 1'), default=None,
+                   help='Ray actors, one model each (with --ray; default: 2)')
     p.add_argument('--gpus-per-worker', type=float, default=None,
-                   help='GPUs per Ray actor (default: 1 for in-process vLLM, else 0)')
+                   help='GPUs per Ray actor (with --ray; default: 1 for in-process vLLM, else 0)')
+
+
+def _check_ray_args(args) -> None:
+    """Refuse Ray's sizing options without ``--ray``: the run would be one process, and they would do nothing."""
+    given = [name for name, value in (('--workers', args.workers), ('--gpus-per-worker', args.gpus_per_worker))
+             if value is not None]
+    if args.ray is None and given:
+        raise UsageError(f'{" and ".join(given)} size{"s" if len(given) == 1 else ""} a Ray actor pool, but without '
+                         f'--ray the {args.command} command runs in this one process: add --ray (a local cluster, '
+                         'or $RAY_ADDRESS) or --ray ADDRESS, or leave it out')
 
 
 def _at_least(low: int, what: str):
@@ -52,11 +63,12 @@ def _ray_options(args, gpus: float = 0):
     if args.ray is None:
         return None
     from ._ray import RayOptions
-    return RayOptions(address=args.ray or None, workers=args.workers,
+    return RayOptions(address=args.ray or None, workers=2 if args.workers is None else args.workers,
                       num_gpus=gpus if args.gpus_per_worker is None else args.gpus_per_worker)
 
 
 def _cmd_encode(args) -> None:
+    _check_ray_args(args)
     from ._graphs import encode_corpus
     encoder = args.encoder if args.ray is not None else _encoder(args.encoder)  # Ray actors load their own
     index = encode_corpus(_dataset(args.dataset), args.out, encoder=encoder, verbose=True, ray=_ray_options(args))
@@ -123,6 +135,7 @@ def _summarizer(args):
 
 
 def _cmd_summarize(args) -> None:
+    _check_ray_args(args)
     from ._group_graph import GroupCorpusGraph
     groups = GroupCorpusGraph(args.groups)
     gpus = 1 if args.summarizer == 'llm' and not args.base_url else 0

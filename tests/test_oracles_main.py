@@ -69,6 +69,24 @@ def test_encode_on_ray_passes_the_spec_and_the_pool(monkeypatch, datasets_by_nam
     assert encode.calls[-1][1]['encoder'] == 'minilm'
 
 
+def test_ray_sizing_without_ray_is_refused_before_any_work(monkeypatch, capsys, datasets_by_name, groups_class):
+    encode = Recorder('INDEX')
+    monkeypatch.setattr(_graphs, 'encode_corpus', encode)
+    err = _fails(['encode', '--dataset', 'd', '--out', 'o', '--workers', '4'], capsys)
+    assert err == ('error: --workers sizes a Ray actor pool, but without --ray the encode command runs in this one '
+                   'process: add --ray (a local cluster, or $RAY_ADDRESS) or --ray ADDRESS, or leave it out\n')
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--workers', '1', '--gpus-per-worker', '0'], capsys)
+    assert err.startswith('error: --workers and --gpus-per-worker size a Ray actor pool, but without --ray the '
+                          'summarize command runs')
+    assert encode.calls == []
+    assert groups_class.made == []  # refused before the groups were opened
+    err = _fails(['encode', '--dataset', 'd', '--out', 'o', '--ray', '--workers', '0'], capsys)
+    assert err == ("error: argument --workers: must be a whole number of at least 1, got '0' "
+                   '(see python -m pyterrier_garen encode --help)\n')
+    cli.main(['encode', '--dataset', 'd', '--out', 'o', '--ray', '--workers', '1'])
+    assert encode.calls[-1][1]['ray'] == RayOptions(address=None, workers=1, num_gpus=0)
+
+
 def test_a_bad_encoder_is_named_with_its_flag(monkeypatch, capsys, datasets_by_name):
     monkeypatch.setattr(_graphs, 'encode_corpus', Recorder())
     err = _fails(['encode', '--dataset', 'd', '--out', 'o', '--encoder', 'nonsense'], capsys)
