@@ -310,3 +310,12 @@ def test_vllm_yes_no_asks_for_the_two_tokens_by_id(monkeypatch):
     assert engine.inexact_yes_no == 0
     engine.generate([conv('a doc')], max_tokens=4)
     assert {k: calls[-1][k] for k in GREEDY_FIELDS} == GREEDY_FIELDS
+
+
+def test_the_in_process_engine_s_errors_are_public():
+    import pyterrier_garen as garen
+    from pyterrier_garen._engines import _vllm
+    assert garen.EngineStopped is _vllm.EngineStopped
+    assert garen.EngineStartError is _vllm.EngineStartError
+    assert issubclass(garen.EngineStopped, garen.AccessRefused)  # a run stops on it as on a refused key
+    assert garen.EngineStartError.exit_status == 1

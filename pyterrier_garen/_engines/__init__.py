@@ -22,9 +22,10 @@ from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, Usa
 from ._tokens import ServerTokenizer, render_chat, split_prefill
 from ._openai import DeadlineExceeded, InvalidResponseError, ModelNotServed, OpenAIEngine, RequestRefused
 from ._transformers import TransformersEngine
-from ._vllm import VLLMEngine
+from ._vllm import EngineStartError, EngineStopped, VLLMEngine
 
 __all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', 'TransformersEngine', 'Conversation',
            'Secret', 'generate_each', 'yes_no_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill',
            'softmax_yes', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'ModelNotServed',
-           'truncate_each', 'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information']
+           'truncate_each', 'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information', 'EngineStartError',
+           'EngineStopped']
