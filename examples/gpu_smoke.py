@@ -138,6 +138,9 @@ def main(argv=None):
         'BM25 >> GAREN': bm25 >> garen.GAREN(text >> reranker, prepared.groups, navigator, window=20, keep=10,
                                              budget=args.budget),
     }
+    stored = dataset.get_qrels()  # BRIGHT's excluded documents (label -100) leave every run, as in compare's
+    if (stored.label == -100).any():
+        pipelines = {name: pipeline >> garen.RemoveExcluded(stored) for name, pipeline in pipelines.items()}
     runs = {}
     for name, pipeline in pipelines.items():
         reranker.reset_stats()
