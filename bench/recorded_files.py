@@ -1,16 +1,17 @@
 """What checking an artifact's recorded files (garen_files.json) costs on each reuse, on a collection's full size.
 
-Builds, in --out, the four artifacts prepare reuses with their records: a PISA index, vectors of 384 float32 per
+Builds, in a temporary folder (or --out, a new or empty folder, kept), the four artifacts prepare reuses with
+their records: a PISA index, vectors of 384 float32 per
 document (MiniLM's size, from a hashing encoder, so no model is loaded), the dense k=16 graph over them and the BM25
 k=16 graph. Then it times reusing all four through the public builders with their records, and again with the
 records removed (an artifact of an earlier version, reused unchecked): the difference is the check (best of five
 each; the files are in the page cache).
 
-    python bench/recorded_files.py --dataset ../shared/data/vaswani --out /tmp/recorded
+    python bench/recorded_files.py --dataset ../shared/data/vaswani
 """
 import argparse
 import hashlib
-import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,11 +32,20 @@ class HashingEncoder:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--dataset', required=True, help='a collection folder (docs.jsonl, queries.tsv, qrels.txt)')
-    parser.add_argument('--out', required=True, help='a folder for the artifacts (replaced)')
+    parser.add_argument('--out', help='a new or empty folder to build the artifacts in, kept afterwards (default: a '
+                                      'temporary folder, removed at the end)')
     args = parser.parse_args(argv)
+    if args.out is None:
+        with tempfile.TemporaryDirectory() as scratch:
+            return measure(LocalDataset(args.dataset), Path(scratch))
     out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
-    dataset = LocalDataset(args.dataset)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise SystemExit(f'error: --out {out} exists and is not an empty folder; give a new one (this script builds '
+                         'four artifacts there and never writes over what a folder holds)')
+    return measure(LocalDataset(args.dataset), out)
+
+
+def measure(dataset, out: Path) -> None:
     encoder = HashingEncoder()
 
     def reuse():
@@ -62,5 +72,8 @@ def main(argv=None):
     print(f'reusing the four artifacts ({size / 1e6:.1f} MB of files): {checked:.3f} s with their records, '
           f'{unchecked:.3f} s without: the check costs {checked - unchecked:.3f} s')
 
+
 if __name__ == '__main__':
-    main()
+    from pyterrier_garen import command_errors
+    with command_errors():
+        main()

@@ -84,7 +84,7 @@ def _run_here(command: str) -> str:
     import shlex
     script, _, shell = command.partition(' | ')
     words = shlex.split(script)
-    if words[0] != 'python' or not words[1].endswith('.py'):
+    if len(words) < 2 or words[0] != 'python' or not words[1].endswith('.py'):
         return run(command)
     path = ROOT / words[1]
     out, err = io.StringIO(), io.StringIO()

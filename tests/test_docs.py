@@ -142,7 +142,7 @@ def _regen():
     return load_script('docs/regen.py')
 
 
-@pytest.mark.slow  # about 40 s: .ci/run's slow tier runs it
+@pytest.mark.slow  # about 60 s: .ci/run's slow tier runs it
 def test_generated_blocks_match_a_fresh_run():
     """Every cheap ``<!-- generated: CMD -->`` block holds what CMD prints now (python docs/regen.py rewrites them;
     its scripts run in this interpreter here, ``python docs/regen.py --check`` runs each in a fresh one)."""

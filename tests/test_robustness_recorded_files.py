@@ -249,3 +249,15 @@ def test_a_rewrite_of_the_projects_own_follows_in_the_record(tmp_path):
     assert check_recorded_files(folder, 'test') is True
     assert rerecord_file(folder / 'link') is False  # not recorded: nothing written
     assert rerecord_file(tmp_path / 'elsewhere.bin') is False
+
+
+def test_the_benchmark_never_writes_into_a_folder_that_holds_something(tmp_path, capsys):
+    from _scripts import load_script
+    script = load_script('bench/recorded_files.py')
+    mine = tmp_path / 'mine'
+    mine.mkdir()
+    (mine / 'notes.txt').write_text('kept')
+    with pytest.raises(SystemExit, match=r'--out .*mine exists and is not an empty folder; give a new one'):
+        script.main(['--dataset', str(tmp_path / 'unused'), '--out', str(mine)])
+    assert [p.name for p in mine.iterdir()] == ['notes.txt']
+    assert (mine / 'notes.txt').read_text() == 'kept'
