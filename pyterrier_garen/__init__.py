@@ -79,6 +79,7 @@ _EXPORTS = {
     'OpenAIEngine': '._engines',
     'TransformersEngine': '._engines',
     'AccessRefused': '._engines',  # a refused API key (HTTP 401/403): the run stops, never a fallback
+    'AnswerTokenError': '._engines',  # a yes/no answer word that is not one token of the model: the run stops
     'EngineStopped': '._engines',  # an AccessRefused: the in-process vLLM engine was closed or its process died
     'EngineStartError': '._engines',  # vLLM's engine processes did not start (its log says why)
     'build_tiny_model': '._tiny_model',

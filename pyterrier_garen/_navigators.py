@@ -159,7 +159,8 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
 
     def __init__(self, engine: Engine, *,
                  instruction: Instruction = 'Given a query, retrieve relevant passages that answer the query',
-                 text_field: str = 'text', max_doc_tokens: Optional[int] = None, batch_size: Optional[int] = None):
+                 text_field: str = 'text', max_doc_tokens: Optional[int] = None, batch_size: Optional[int] = None,
+                 yes: str = 'yes', no: str = 'no'):
         """
         Args:
             engine: the LLM engine (shared with the reranker and summariser).
@@ -168,8 +169,21 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
             text_field: the column holding the document (or group summary) text.
             max_doc_tokens: most tokens per document; None: as many as the context allows.
             batch_size: rows per engine call; None: all rows in one call.
+            yes: the answer word whose probability is the score; it must be one token of the model (the prompt
+                asks for "yes" or "no"; a tokenizer that splits ``'yes'`` may keep ``'Yes'`` or ``' yes'`` whole).
+            no: the other answer word, one token too.
+
+        Raises:
+            AnswerTokenError: on the first call, when ``yes`` or ``no`` is not one token of the engine's model (the
+                run stops: scoring every row 0 would hide it).
         """
         check_optional_positive(batch_size=batch_size, max_doc_tokens=max_doc_tokens)
+        for name, word in (('yes', yes), ('no', no)):
+            if not isinstance(word, str) or not word:
+                raise ValueError(f'{name} must be a non-empty string (an answer word of the model), got {word!r}')
+        if yes == no:
+            raise ValueError(f'yes and no must differ (both are {yes!r}): P(yes) would be 0.5 for every row')
+        self.yes, self.no = yes, no
         self.engine = engine
         self.instruction = instruction
         self.text_field = text_field
@@ -246,7 +260,7 @@ class YesNoScorer(Rebuildable, pt.Transformer, UsageStats):
         failed = []
         for start in range(0, len(conversations), size):
             batch = conversations[start:start + size]
-            generations, errors = yes_no_each(self.engine, batch)
+            generations, errors = yes_no_each(self.engine, batch, yes=self.yes, no=self.no)
             self._record_each(generations)
             for k, (generation, error) in enumerate(zip(generations, errors, strict=True)):
                 probability = None if generation is None else _usable_probability(generation.probability)

@@ -23,7 +23,7 @@ except ImportError:
     httpx = pytest.importorskip('httpx')
 
 from pyterrier_garen._engines import _openai  # noqa: E402
-from pyterrier_garen._engines._base import AccessRefused  # noqa: E402
+from pyterrier_garen._engines._base import AccessRefused, AnswerTokenError  # noqa: E402
 from pyterrier_garen._engines._openai import DeadlineExceeded, InvalidResponseError, OpenAIEngine, \
     RequestFailed, RequestRefused, _check_completion, _positive_int  # noqa: E402
 from pyterrier_garen._engines._tokens import ServerTokenizer, estimate_count, estimate_truncate, \
@@ -564,10 +564,13 @@ def test_the_chosen_token_counts_when_the_top_list_leaves_it_out():
 
 
 def test_answer_ids_come_from_the_tokenizer_else_the_server_and_must_be_one_token():
-    engine = _engine(1, tokenizer=_Tokenizer({'yes': 3, 'two': 1, 'words': 2}))
+    engine = _engine(1, tokenizer=_Tokenizer({'yes': 3, 'ja': 3, 'two': 1, 'words': 2}))
     assert engine.answer_token_id('yes') == 3
-    with pytest.raises(ValueError, match=r"'two words' is 2 tokens for 'm' \(\[1, 2\]\)"):
+    with pytest.raises(AnswerTokenError, match=r"'two words' is 2 tokens for 'm' \(\[1, 2\]\)"):
         engine.answer_token_id('two words')
+    engine._clients = [_Api(_chat_logprobs([('yes', -0.1)]))]
+    with pytest.raises(AnswerTokenError, match=r"yes='yes' and no='ja' are the same token \(3\) for 'm'"):
+        engine.yes_no([[{'role': 'user', 'content': 'q'}]], yes='yes', no='ja')
     served = _engine(1)
     served._server_tokenizer = ServerTokenizer(lambda path, body: {'tokens': [42]}, served._map, 'm')
     assert served.answer_token_id('Yes') == 42

@@ -18,7 +18,7 @@ import pytest
 torch = pytest.importorskip('torch', reason='TransformersEngine needs torch (the cpu extra)')
 
 from pyterrier_garen._engines import _transformers  # noqa: E402
-from pyterrier_garen._engines._base import Generation  # noqa: E402
+from pyterrier_garen._engines._base import AnswerTokenError, Generation  # noqa: E402
 from pyterrier_garen._engines._transformers import TransformersEngine  # noqa: E402
 
 EOS, PAD = 1, 2
@@ -311,10 +311,13 @@ def test_unusable_logits_are_unscored_and_counted(hub):
 def test_yes_no_needs_single_tokens_and_room_for_one_token(hub):
     engine = TransformersEngine('m', device='cpu', context_length=7)
     assert engine.yes_no([], yes='y', no='n') == []
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(AnswerTokenError) as refused:
         engine.yes_no([chat('a')], yes='yeah', no='n')
-    assert str(refused.value) == ("'yeah' is 4 tokens for 'm' ([121, 101, 97, 104]); yes/no scoring needs "
-                                  'single-token answers: pass other yes=/no= strings')
+    assert str(refused.value) == ("'yeah' is 4 tokens for 'm' ([121, 101, 97, 104]); yes/no scoring compares the "
+                                  'probabilities of two single-token answers: give YesNoScorer (or engine.yes_no) '
+                                  "yes= and no= words that this model's tokenizer keeps whole, e.g. 'Yes' or ' yes'")
+    with pytest.raises(AnswerTokenError, match=r"yes='y' and no='y' are the same token \(121\) for 'm'"):
+        engine.yes_no([chat('a')], yes='y', no='y')
     with pytest.raises(ValueError, match='a prompt of 7 tokens plus 1 answer tokens exceeds the context of 7'):
         engine.yes_no([chat('ab')], yes='y', no='n')
     assert hub.lm.calls == []
@@ -348,3 +351,52 @@ def test_a_generation_config_without_end_tokens(hub):
 def test_a_stop_string_in_the_first_token(hub):
     generation = TransformersEngine('m', device='cpu')._finish(ids('abc'), ['a'], 10)
     assert (generation.text, generation.completion_tokens, generation.finish_reason) == ('', 1, 'stop')
+
+
+
+# -- YesNoScorer's answer words reach the engine -----------------------------------------------------------------------
+def _scorer_input():
+    import pandas as pd
+    return pd.DataFrame({'qid': ['q1', 'q1'], 'query': ['x', 'x'], 'docno': ['d1', 'd2'], 'text': ['a', 'b']})
+
+
+class ByDocument(dict):
+    """Logits keyed by the document a YesNoScorer prompt shows (its prompt is too long to spell out here)."""
+
+    def __getitem__(self, prompt):
+        (doc,) = [d for d in self if f'<Document>: {d}' in prompt]
+        return dict.__getitem__(self, doc)
+
+
+def test_the_scorer_s_answer_words_are_the_two_tokens_compared(hub):
+    from pyterrier_garen import YesNoScorer
+    # the logits of 'y' (121) and 'n' (110) decide; those of the words 'yes' (3) and 'no' (4) are ignored
+    hub.lm = LM(logits=ByDocument(a={121: 2.0, 110: 0.0, 3: -9.0, 4: 9.0}, b={121: 0.0, 110: 1.0}),
+                max_position_embeddings=4096)
+    scorer = YesNoScorer(TransformersEngine('m', device='cpu'), yes='y', no='n')
+    out = scorer(_scorer_input())
+    assert out.set_index('docno')['score'].to_dict() == pytest.approx(
+        {'d1': 1 / (1 + math.exp(-2.0)), 'd2': 1 / (1 + math.exp(1.0))}, abs=1e-6)
+    assert scorer.failed == 0
+    default = YesNoScorer(TransformersEngine('m', device='cpu'))(_scorer_input())  # the words yes (3) and no (4)
+    assert default.set_index('docno')['score'].to_dict() == pytest.approx(
+        {'d1': 1 / (1 + math.exp(18.0)), 'd2': 0.5}, abs=1e-6)
+
+
+def test_an_answer_word_of_several_tokens_stops_the_scorer_instead_of_scoring_every_row_0(hub):
+    from pyterrier_garen import YesNoScorer
+    hub.lm = LM(max_position_embeddings=4096)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # no "rows scored 0" warning either: the run stops
+        with pytest.raises(AnswerTokenError, match=r"^'Yes' is 3 tokens for 'm' \(\[89, 101, 115\]\);"):
+            YesNoScorer(TransformersEngine('m', device='cpu'), yes='Yes', no='no')(_scorer_input())
+    assert hub.lm.calls == []
+
+
+@pytest.mark.parametrize(('yes', 'no', 'problem'), [('', 'no', 'yes must be a non-empty string'),
+                                                    ('yes', None, 'no must be a non-empty string'),
+                                                    ('ja', 'ja', 'yes and no must differ')])
+def test_the_scorer_refuses_answer_words_that_cannot_work(yes, no, problem):
+    from pyterrier_garen import YesNoScorer
+    with pytest.raises(ValueError, match=problem):
+        YesNoScorer(object(), yes=yes, no=no)

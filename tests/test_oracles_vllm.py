@@ -15,7 +15,7 @@ import warnings
 
 import pytest
 
-from pyterrier_garen._engines._base import Generation
+from pyterrier_garen._engines._base import AnswerTokenError, Generation
 from pyterrier_garen._engines._vllm import VLLMEngine
 
 WORDS = {'yes': [3], 'no': [4]}
@@ -458,10 +458,11 @@ def test_what_each_answer_of_log_probabilities_scores(vllm, logprobs, probabilit
 def test_yes_no_needs_single_tokens_and_does_nothing_for_nothing(vllm):
     engine = VLLMEngine('m')
     assert engine.yes_no([]) == []
-    with pytest.raises(ValueError) as refused:
+    with pytest.raises(AnswerTokenError) as refused:
         engine.yes_no([chat('a')], yes='yeah', no='no')
-    assert str(refused.value) == ("'yeah' is 4 tokens for 'm' ([121, 101, 97, 104]); yes/no scoring needs "
-                                  'single-token answers: pass other yes=/no= strings')
+    assert str(refused.value).startswith("'yeah' is 4 tokens for 'm' ([121, 101, 97, 104]); yes/no scoring compares ")
+    with pytest.raises(AnswerTokenError, match="yes='no' and no='no' are the same token"):
+        engine.yes_no([chat('a')], yes='no', no='no')
     assert vllm.calls == []
 
 

@@ -17,8 +17,9 @@ Engines know nothing of the components built on them: ``ListwiseReranker(engine)
 ``LLMSummarizer(engine)`` share one engine and keep their own :class:`UsageStats` (calls, prompts, prompt and
 completion tokens).
 """
-from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, UsageStats, generate_each,
-                    no_information, redact, resolve_api_key, softmax_yes, truncate_each, usable_logprob, yes_no_each)
+from ._base import (AccessRefused, AnswerTokenError, Conversation, Engine, Generation, Secret, UsageStats,
+                    generate_each, no_information, redact, resolve_api_key, softmax_yes, truncate_each, usable_logprob,
+                    yes_no_each)
 from ._tokens import ServerTokenizer, render_chat, split_prefill
 from ._openai import DeadlineExceeded, InvalidResponseError, ModelNotServed, OpenAIEngine, RequestRefused
 from ._transformers import TransformersEngine
@@ -28,4 +29,4 @@ __all__ = ['Engine', 'Generation', 'UsageStats', 'VLLMEngine', 'OpenAIEngine', '
            'Secret', 'generate_each', 'yes_no_each', 'resolve_api_key', 'redact', 'render_chat', 'split_prefill',
            'softmax_yes', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'ModelNotServed',
            'truncate_each', 'ServerTokenizer', 'AccessRefused', 'usable_logprob', 'no_information', 'EngineStartError',
-           'EngineStopped']
+           'EngineStopped', 'AnswerTokenError']

@@ -77,6 +77,25 @@ def redact(text: str, *secrets: str) -> str:
     return scrub(text, *secrets)
 
 
+class AnswerTokenError(ValueError):
+    """An answer word of yes/no scoring is not one token of the model (or both words are the same token): a setting
+    that no retry can fix, so the run stops at once rather than scoring every row 0."""
+
+
+def answer_token_error(word: str, ids: Sequence[int], model: str) -> AnswerTokenError:
+    """The error for an answer word that is ``ids`` for ``model`` (not one token)."""
+    return AnswerTokenError(f'{word!r} is {len(ids)} tokens for {model!r} ({list(ids)}); yes/no scoring compares the '
+                            'probabilities of two single-token answers: give YesNoScorer (or engine.yes_no) yes= and '
+                            "no= words that this model's tokenizer keeps whole, e.g. 'Yes' or ' yes'")
+
+
+def check_answer_pair(yes_id: Optional[int], no_id: Optional[int], yes: str, no: str, model: str) -> None:
+    """Refuse two answer words that are one token: every ``P(yes)`` would be 0.5."""
+    if yes_id is not None and yes_id == no_id:
+        raise AnswerTokenError(f'yes={yes!r} and no={no!r} are the same token ({yes_id}) for {model!r}, so P(yes) '
+                               'would be 0.5 for every row: pass two different words')
+
+
 class AccessRefused(RuntimeError):
     """A server refused the credentials (HTTP 401/403): no retry can fix that, so the run stops at once (the
     command line exits with status 1). Components never turn it into a fallback."""
@@ -302,7 +321,7 @@ def _each(call, conversations: Sequence[Conversation]):
     conversations = list(conversations)
     try:
         answers = list(call(conversations))
-    except AccessRefused:  # no retry can fix a refused key: the run stops
+    except (AccessRefused, AnswerTokenError):  # no retry can fix a refused key or an answer word: the run stops
         raise
     except Exception as ex:  # noqa: BLE001 - any engine failure; KeyboardInterrupt is not caught
         if len(conversations) == 1:
@@ -317,7 +336,7 @@ def _each(call, conversations: Sequence[Conversation]):
         try:
             answers.append(call([conversation])[0])
             errors.append(None)
-        except AccessRefused:
+        except (AccessRefused, AnswerTokenError):
             raise
         except Exception as ex:  # noqa: BLE001
             answers.append(None)

@@ -15,8 +15,8 @@ from typing import Any, Dict, List, Optional, Sequence, Union
 
 from .._params import Rebuildable, check_int, check_number, check_optional_positive, check_positive
 from .._redact import SecretURL, protect_url, watch_logs
-from ._base import (AccessRefused, Conversation, Engine, Generation, _require, no_information, redact, resolve_api_key,
-                    softmax_yes, usable_logprob)
+from ._base import (AccessRefused, Conversation, Engine, Generation, _require, answer_token_error, check_answer_pair,
+                    no_information, redact, resolve_api_key, softmax_yes, usable_logprob)
 from ._tokens import ServerTokenizer, hf_truncate, load_tokenizer, render_chat, split_prefill
 
 __all__ = ['OpenAIEngine', 'RequestRefused', 'InvalidResponseError', 'DeadlineExceeded', 'RequestFailed',
@@ -482,8 +482,7 @@ class OpenAIEngine(Rebuildable, Engine):
             elif self._extensions:
                 ids = self._server_token_ids(word)
             if ids is not None and len(ids) != 1:
-                raise ValueError(f'{word!r} is {len(ids)} tokens for {self.model!r} ({ids}); yes/no scoring needs '
-                                 'single-token answers: pass other yes=/no= strings')
+                raise answer_token_error(word, ids, self.model)
             self._answer_ids[word] = ids[0] if ids else None
         return self._answer_ids[word]
 
@@ -501,6 +500,7 @@ class OpenAIEngine(Rebuildable, Engine):
         if not conversations:
             return []
         ids = (self.answer_token_id(yes), self.answer_token_id(no)) if self._extensions else (None, None)
+        check_answer_pair(*ids, yes, no, self.model)
         by_id = None not in ids
         extra = {'allowed_token_ids': list(ids), 'logprob_token_ids': list(ids),
                  'return_tokens_as_token_ids': True} if by_id else {}

@@ -114,9 +114,17 @@ class HFTokenizerMixin:
     def _single_token_id(self, token: str) -> int:
         ids = self.tokenizer.encode(token, add_special_tokens=False)
         if len(ids) != 1:
-            raise ValueError(f'{token!r} is {len(ids)} tokens for {self.model!r} ({ids}); yes/no scoring needs '
-                             'single-token answers: pass other yes=/no= strings')
+            from ._base import answer_token_error
+            raise answer_token_error(token, ids, self.model)
         return ids[0]
+
+    def _answer_ids(self, yes: str, no: str) -> tuple:
+        """The token ids of the two answer words of yes/no scoring (:class:`~._base.AnswerTokenError` if either is
+        not one token, or both are the same)."""
+        from ._base import check_answer_pair
+        yes_id, no_id = self._single_token_id(yes), self._single_token_id(no)
+        check_answer_pair(yes_id, no_id, yes, no, self.model)
+        return yes_id, no_id
 
 
 # ---- the server's tokenizer ------------------------------------------------------------------------------------------

@@ -148,7 +148,7 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
         if not conversations:
             return []
         torch = importlib.import_module('torch')
-        yes_id, no_id = self._single_token_id(yes), self._single_token_id(no)
+        yes_id, no_id = self._answer_ids(yes, no)
         prompts = self._prompt_ids(conversations)
         self._check_length(prompts, 1)
         result: List[Optional[Generation]] = [None] * len(prompts)

@@ -237,7 +237,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         if not conversations:
             return []
         vllm = _require('vllm', 'VLLMEngine')
-        yes_id, no_id = self._single_token_id(yes), self._single_token_id(no)
+        yes_id, no_id = self._answer_ids(yes, no)
         try:
             params = self._sampling(vllm, max_tokens=1, logprob_token_ids=[yes_id, no_id],
                                     allowed_token_ids=[yes_id, no_id])
