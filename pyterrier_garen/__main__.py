@@ -109,19 +109,51 @@ def _cmd_build_groups(args) -> None:
     print(json.dumps(groups.group_stats()))
 
 
+#: summarize's options of the LLM summariser: (flag, attribute), by the engine they apply to
+_LLM_OPTIONS = (('--model', 'model'), ('--base-url', 'base_url'), ('--max-tokens', 'max_tokens'),
+                ('--max-doc-tokens', 'max_doc_tokens'))
+_SERVER_OPTIONS = (('--timeout', 'timeout'), ('--max-retries', 'max_retries'))
+#: options of the in-process vLLM engine: (flag, attribute, the vllm.LLM argument)
+_IN_PROCESS_OPTIONS = (('--max-model-len', 'max_model_len'), ('--dtype', 'dtype'), ('--enforce-eager', 'enforce_eager'),
+                       ('--gpu-memory-utilization', 'gpu_memory_utilization'),
+                       ('--tensor-parallel-size', 'tensor_parallel_size'))
+
+
+def _given(args, options) -> List[str]:
+    """The flags of ``options`` given on the command line (each defaults to None)."""
+    return [flag for flag, name in options if getattr(args, name) is not None]
+
+
+def _check_summarizer_args(args) -> None:
+    """Refuse, before any work, an option that the chosen summariser and engine would not use."""
+    if args.summarizer == 'extractive':
+        given = _given(args, _LLM_OPTIONS + _SERVER_OPTIONS + _IN_PROCESS_OPTIONS)
+        if given:  # each would do nothing: the extractive summariser runs no model
+            raise UsageError(f'{given[0]} is an option of the LLM summariser, and the extractive summariser (the '
+                             'default) runs no model: add --summarizer llm --model MODEL, or leave '
+                             f'{"it" if len(given) == 1 else " ".join(given)} out')
+        return
+    if not args.model:
+        raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
+    wrong = _given(args, _IN_PROCESS_OPTIONS) if args.base_url else _given(args, _SERVER_OPTIONS)
+    if wrong and args.base_url:
+        raise UsageError(f"{wrong[0]} sets up the in-process vLLM engine; a server's is its own (vllm serve "
+                         f'{wrong[0]}): leave it out with --base-url')
+    if wrong:
+        raise UsageError(f'{wrong[0]} applies to requests to a server (--base-url), and the in-process vLLM engine '
+                         'sends none: add --base-url URL, or leave it out')
+
+
 def _summarizer(args):
+    _check_summarizer_args(args)
     if args.summarizer == 'extractive':
         from ._summaries import ExtractiveSummarizer
         return ExtractiveSummarizer()
     from . import LLMSummarizer, OpenAIEngine, VLLMEngine
-    if not args.model:
-        raise UsageError('--summarizer llm needs --model (and --base-url for a server)')
-    if args.base_url and args.max_model_len is not None:
-        raise UsageError("--max-model-len sets the context of the in-process vLLM engine; a server's is its own "
-                         '(vllm serve --max-model-len): leave it out with --base-url')
-    server = {'timeout': args.timeout, 'max_retries': args.max_retries}
-    # only what is given, so that the summariser's and the model's own defaults hold otherwise
-    engine_args = {} if args.max_model_len is None else {'max_model_len': args.max_model_len}
+    server = {'timeout': 60.0 if args.timeout is None else args.timeout,
+              'max_retries': 3 if args.max_retries is None else args.max_retries}
+    # only what is given, so that the summariser's, vLLM's and the model's own defaults hold otherwise
+    engine_args = {name: getattr(args, name) for _, name in _IN_PROCESS_OPTIONS if getattr(args, name) is not None}
     options = {name: value for name, value in (('max_tokens', args.max_tokens), ('max_doc_tokens', args.max_doc_tokens))
                if value is not None}
     if args.ray is not None:  # each Ray actor builds its own engine from this recipe
@@ -136,6 +168,7 @@ def _summarizer(args):
 
 def _cmd_summarize(args) -> None:
     _check_ray_args(args)
+    _check_summarizer_args(args)
     from ._group_graph import GroupCorpusGraph
     groups = GroupCorpusGraph(args.groups)
     gpus = 1 if args.summarizer == 'llm' and not args.base_url else 0
@@ -320,9 +353,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--max-failed-share', type=_share, default=0.1, metavar='SHARE',
                    help='the largest share (0 to 1) of the groups whose engine request may fail (each gets a marked '
                         'extractive summary, retried by the next run); above it the run stops with exit status 1')
-    p.add_argument('--timeout', type=float, default=60,
-                   help='seconds an OpenAI-compatible request may take in all (with --base-url)')
-    p.add_argument('--max-retries', type=int, default=3, help='retries of a failed request (with --base-url)')
+    p.add_argument('--timeout', type=float, default=None,
+                   help='seconds an OpenAI-compatible request may take in all (with --base-url; default: 60)')
+    p.add_argument('--max-retries', type=int, default=None,
+                   help='retries of a failed request (with --base-url; default: 3)')
     p.add_argument('--max-tokens', type=_at_least(1, 'a number of tokens >= 1'),
                    help='most tokens the model writes per summary (default: 2048, as LLMSummarizer)')
     p.add_argument('--max-doc-tokens', type=_at_least(1, 'a number of tokens >= 1'),
@@ -330,6 +364,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument('--max-model-len', type=_at_least(1, 'a number of tokens >= 1'),
                    help="the context of the in-process vLLM engine, prompt and summary together (default: the "
                         "model's own; a server's is set by vllm serve --max-model-len)")
+    p.add_argument('--dtype', choices=['auto', 'float16', 'bfloat16', 'float32'], default=None,
+                   help="the in-process vLLM engine's weights and activations (default: vLLM's auto; float16 on a "
+                        'GPU without bfloat16, e.g. a T4 or V100)')
+    p.add_argument('--enforce-eager', action='store_const', const=True, default=None,
+                   help='the in-process vLLM engine runs without CUDA graphs (starts sooner, less memory)')
+    p.add_argument('--gpu-memory-utilization', type=_share, default=None, metavar='SHARE',
+                   help="share (0 to 1) of each GPU's memory the in-process vLLM engine may take (default: vLLM's "
+                        '0.9)')
+    p.add_argument('--tensor-parallel-size', type=_at_least(1, 'a number of GPUs >= 1'), default=None,
+                   help='GPUs the in-process vLLM engine splits the model over (default: 1)')
     p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
     _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)

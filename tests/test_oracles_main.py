@@ -210,11 +210,61 @@ def test_summarize_sets_the_answer_length_and_the_in_process_context(monkeypatch
     assert args[0].kwargs == {'max_tokens': 128}
     err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
                   '--base-url', 'http://h/v1', '--max-model-len', '4096'], capsys)
-    assert err == ("error: --max-model-len sets the context of the in-process vLLM engine; a server's is its own "
+    assert err == ("error: --max-model-len sets up the in-process vLLM engine; a server's is its own "
                    '(vllm serve --max-model-len): leave it out with --base-url\n')
     err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--max-tokens', '0'], capsys)
     assert err == ("error: argument --max-tokens: must be a number of tokens >= 1, got '0' "
                    '(see python -m pyterrier_garen summarize --help)\n')
+
+
+def test_summarize_passes_the_in_process_engine_s_options_to_vllm(monkeypatch, capsys, datasets_by_name,
+                                                                  groups_class):
+    """A GPU without bfloat16 (a T4, a V100) needs dtype float16, which the command line could not set; nor could it
+    turn off CUDA graphs, share a GPU, or split a model over GPUs."""
+    vllm = Recorder('VLLM')
+    monkeypatch.setattr(garen, 'VLLMEngine', vllm)
+    monkeypatch.setattr(garen, 'LLMSummarizer', Recorder(lambda engine, **options: ('summarizer', engine)))
+    cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm', '--dtype',
+              'float16', '--enforce-eager', '--gpu-memory-utilization', '0.45', '--tensor-parallel-size', '2'])
+    assert vllm.calls == [(('m',), {'dtype': 'float16', 'enforce_eager': True, 'gpu_memory_utilization': 0.45,
+                                    'tensor_parallel_size': 2})]
+    cli.main(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm', '--ray',
+              '--dtype', 'bfloat16'])
+    (args, _), = groups_class.made[-1].calls
+    assert args[0].engine == EngineSpec('vllm', model='m', dtype='bfloat16')
+    for flag in (['--dtype', 'float16'], ['--enforce-eager'], ['--gpu-memory-utilization', '0.5'],
+                 ['--tensor-parallel-size', '2']):
+        err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+                      '--base-url', 'http://h/v1', *flag], capsys)
+        assert err == (f"error: {flag[0]} sets up the in-process vLLM engine; a server's is its own (vllm serve "
+                       f'{flag[0]}): leave it out with --base-url\n')
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+                  '--tensor-parallel-size', '0'], capsys)
+    assert err.startswith("error: argument --tensor-parallel-size: must be a number of GPUs >= 1, got '0'")
+    assert len(vllm.calls) == 1  # nothing ran for a refused command
+    assert len(groups_class.made) == 2
+
+
+@pytest.mark.parametrize(('flags', 'named', 'leave'), [
+    (['--model', 'm'], '--model', 'it'), (['--max-model-len', '512'], '--max-model-len', 'it'),
+    (['--timeout', '5'], '--timeout', 'it'), (['--enforce-eager'], '--enforce-eager', 'it'),
+    (['--max-tokens', '10', '--base-url', 'http://h/v1'], '--base-url', '--base-url --max-tokens')])
+def test_an_llm_option_without_the_llm_summariser_is_refused(capsys, datasets_by_name, groups_class, flags, named,
+                                                             leave):
+    """The extractive summariser (the default) runs no model: these options did nothing, without a word."""
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', *flags], capsys)
+    assert err == (f'error: {named} is an option of the LLM summariser, and the extractive summariser (the default) '
+                   f'runs no model: add --summarizer llm --model MODEL, or leave {leave} out\n')
+    assert groups_class.made == []
+
+
+def test_server_options_without_a_server_are_refused(capsys, datasets_by_name, groups_class):
+    for flag in (['--timeout', '5'], ['--max-retries', '1']):
+        err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm', *flag],
+                     capsys)
+        assert err == (f'error: {flag[0]} applies to requests to a server (--base-url), and the in-process vLLM '
+                       'engine sends none: add --base-url URL, or leave it out\n')
+    assert groups_class.made == []
 
 
 def test_summarize_with_an_llm_on_ray_sends_recipes(datasets_by_name, groups_class):
