@@ -18,7 +18,7 @@ from ._atomic import building, exclusive, read_meta, recover, write_array
 from ._graphs import check_storable_docnos, write_docnos
 from ._io import write_json
 from ._params import check_int, check_number
-from ._summaries import PARTIAL, PARTIAL_META, SUMMARIES
+from ._summaries import PARTIAL, PARTIAL_META, SHELVED, SUMMARIES
 
 __all__ = ['build_group_graph', 'graph_arrays', 'fingerprint', 'ARTIFACT_TYPE', 'ARTIFACT_FORMAT', 'FORMAT_VERSION']
 
@@ -309,7 +309,8 @@ def _canonical(labels: np.ndarray) -> np.ndarray:
     return rank[inverse.reshape(-1)]
 
 
-#: every file a GroupCorpusGraph's folder holds: the build's, then the summary store's
+#: every file a GroupCorpusGraph's folder holds: the build's, then the summary store's (and the runs it set aside,
+#: named by SHELVED)
 ARTIFACT_FILES = frozenset({'pt_meta.json', 'edges.u32.np', 'weights.f16.np', 'docnos.npids', 'group_of.u32.np',
                             'group_offsets.u64.np', 'group_members.u32.np', SUMMARIES, PARTIAL, PARTIAL_META})
 
@@ -317,7 +318,8 @@ ARTIFACT_FILES = frozenset({'pt_meta.json', 'edges.u32.np', 'weights.f16.np', 'd
 def _check_only_artifact_files(path: Path) -> None:
     """Refuse to replace an artifact folder that also holds the user's own files: ``overwrite`` replaces the whole
     folder, and nothing a user owns is ever deleted."""
-    others = sorted(entry.name for entry in path.iterdir() if entry.name not in ARTIFACT_FILES)
+    others = sorted(entry.name for entry in path.iterdir()
+                    if entry.name not in ARTIFACT_FILES and not SHELVED.fullmatch(entry.name))
     if others:
         raise FileExistsError(f'{path} holds files that are not part of the GroupCorpusGraph ({", ".join(others[:5])}'
                               f'{" ..." if len(others) > 5 else ""}); overwrite=True replaces the whole folder, so '

@@ -528,7 +528,11 @@ class GroupCorpusGraph(CorpusGraph):
             summarizer: a :class:`~pyterrier_garen.Summarizer` (``ExtractiveSummarizer()``, ``LLMSummarizer(...)``).
             corpus: a dataset (``get_corpus_iter()``) or an iterable of ``{'docno', 'text'[, 'title']}`` dicts.
             batch_size: groups per summariser call (one engine call per batch for LLM summarisers).
-            overwrite: replace existing summaries (or a partial run made with another summariser).
+            overwrite: replace existing summaries: those of another summariser (an unfinished run of this one resumes),
+                else this summariser's own (its unfinished run starts again, unless that run was started with
+                ``overwrite`` too, so that the same call repeated after an interruption resumes). An unfinished run
+                of another summariser is never discarded: it is set aside, with a warning, and resumes when that
+                summariser runs here again (:meth:`~pyterrier_garen._summaries.SummaryStore.begin`).
             verbose: show a progress bar.
             ray: run the batches in a Ray actor pool: ``True`` (a local cluster, or ``$RAY_ADDRESS``), a cluster
                 address, or :class:`~pyterrier_garen.RayOptions`; ``summarizer`` is then a model-free summariser or
@@ -560,8 +564,9 @@ class GroupCorpusGraph(CorpusGraph):
             self._reread_summaries()
             remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
             keep = None
+            others = self.has_summaries and self.meta['summaries'].get('summarizer') != config
             if self.has_summaries and not overwrite:
-                if self.meta['summaries'].get('summarizer') != config:
+                if others:
                     raise FileExistsError(f'{self.path} already has summaries made by '
                                           f'{self.meta["summaries"]["summarizer"]}; pass overwrite=True '
                                           '(--overwrite) to replace them')
@@ -569,7 +574,10 @@ class GroupCorpusGraph(CorpusGraph):
                 if not any(map(failed_request, keep)):
                     return self
             store = self.summary_store()
-            done = store.begin(config, overwrite=overwrite, keep=keep)
+            # overwrite replaces what stands in the way: another summariser's summaries (this one's unfinished run,
+            # if any, resumes), else this summariser's own work (its unfinished run starts again, unless that run
+            # was started with overwrite too: the same command run again after an interruption)
+            done = store.begin(config, overwrite=overwrite and not others, keep=keep)
             todo = store.missing()
             budget.total = len(todo)
             if todo:

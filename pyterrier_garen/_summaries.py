@@ -22,6 +22,8 @@ __all__ = ['Summarizer', 'ExtractiveSummarizer', 'GroupDocs', 'SummaryStore', 'S
 SUMMARIES = 'summaries.jsonl'
 PARTIAL = 'summaries.partial.jsonl'
 PARTIAL_META = 'summaries.partial.json'
+#: the two files of an unfinished run set aside by another summariser's run (<key>: a hash of its summariser's config)
+SHELVED = re.compile(r'summaries\.partial\.[0-9a-f]{12}\.jsonl?')
 
 #: ``fallback_reason`` of a record made by the extractive fallback because the engine request failed (retried by the
 #: next run) or because the model's reply could not be used (greedy decoding would answer the same: kept)
@@ -277,6 +279,7 @@ class SummaryStore:
         self.path = Path(path)
         self.num_groups = int(num_groups)
         self.done: Dict[int, Dict[str, Any]] = {}
+        self.started: Optional[float] = None  # when the run begun by :meth:`begin` first started
 
     @property
     def partial_file(self) -> Path:
@@ -294,29 +297,95 @@ class SummaryStore:
         ``keep``: records of a finished run of the same summariser that a fresh run starts from (a rerun that
         retries the failed groups of ``summaries.jsonl``).
 
+        An unfinished run of another summariser is never discarded: it is set aside as
+        ``summaries.partial.<key>.jsonl`` (``<key>``: a hash of that summariser's config, with a warning) and
+        resumes when that summariser runs here again, as a run of this summariser set aside earlier resumes now.
+
+        Args:
+            overwrite: start this summariser's run again, discarding its unfinished records, unless they come from a
+                run that was itself started with ``overwrite`` (the same command run again after an interruption
+                resumes it); also discards an unreadable ``summaries.partial.json``.
+
         Raises:
-            FileExistsError: an unfinished run of another summariser is there (``overwrite=True`` discards it).
+            ValueError: ``summaries.partial.json`` is not valid JSON (``overwrite=True`` discards it).
         """
+        import warnings
         partial, meta = self.path / PARTIAL, self.path / PARTIAL_META
         self.done = {}
-        if meta.is_file() and not overwrite:
-            try:
-                with open_no_follow(meta, 'rt') as fin:
-                    previous = json.load(fin)
-            except ValueError:
-                raise ValueError(f'{meta} (the config of an unfinished summarisation) is not valid JSON; pass '
-                                 'overwrite=True (--overwrite) to start the summaries again') from None
-            if not isinstance(previous, dict) or previous.get('summarizer') != config:
-                raise FileExistsError(f'{partial} holds an unfinished run of another summariser '
-                                      f'({previous.get("summarizer") if isinstance(previous, dict) else previous}); '
-                                      'pass overwrite=True (--overwrite) to discard it')
+        previous = self._started(overwrite)
+        if previous is not None and previous.get('summarizer') != config:
+            shelf = self._shelve(previous)
+            warnings.warn(f'{partial} held an unfinished run of another summariser ({previous.get("summarizer")}); '
+                          f'it is kept as {shelf.name} and resumes when that summariser runs here again',
+                          stacklevel=3)
+            previous = None
+        previous = self._unshelve(config, previous)
+        if previous is not None and (not overwrite or previous.get('overwrite')):
+            self.started = previous.get('started')
             self.done = {g: r for g, r in _read_partial(partial, self.num_groups).items() if not failed_request(r)}
         else:
             partial.unlink(missing_ok=True)
-            write_json(meta, {'summarizer': config, 'started': time.time()})
+            self.started = time.time()
+            write_json(meta, {'summarizer': config, 'started': self.started, 'overwrite': bool(overwrite)})
             if keep:
                 self.add(r for r in keep if not failed_request(r))
         return dict(self.done)
+
+    def _started(self, overwrite: bool) -> Optional[Dict[str, Any]]:
+        """The unfinished run's ``summaries.partial.json``: None when there is none (or, with ``overwrite``, when it
+        cannot be read); a ValueError when it cannot be read."""
+        meta = self.path / PARTIAL_META
+        if not meta.is_file():
+            return None
+        try:
+            with open_no_follow(meta, 'rt') as fin:
+                previous = json.load(fin)
+            problem = 'is not a JSON object naming its summariser'
+        except ValueError:
+            previous, problem = None, 'is not valid JSON'
+        if isinstance(previous, dict) and 'summarizer' in previous:
+            return previous
+        if overwrite:
+            return None
+        raise ValueError(f'{meta} (the config of an unfinished summarisation) {problem}; pass overwrite=True '
+                         '(--overwrite) to start the summaries again')
+
+    def shelf(self, config: Dict[str, Any]) -> tuple:
+        """The two files of ``config``'s unfinished run when set aside: ``(records, run record)``."""
+        key = hashlib.sha256(json.dumps(config, sort_keys=True).encode('utf8')).hexdigest()[:12]
+        return (self.path / f'{PARTIAL[:-len(".jsonl")]}.{key}.jsonl',
+                self.path / f'{PARTIAL_META[:-len(".json")]}.{key}.json')
+
+    def _shelve(self, previous: Dict[str, Any]) -> Path:
+        """Set the unfinished run aside (records first, its run record last: a kill between the two renames leaves
+        the run record in place, and the next run sets it aside too)."""
+        records, started = self.shelf(previous['summarizer'])
+        if (self.path / PARTIAL).is_file():
+            if records.exists():
+                raise FileExistsError(f'{records} already holds records set aside for the summariser '
+                                      f'{previous["summarizer"]}, and {self.path / PARTIAL} holds more: move one of '
+                                      'the two out of the folder, then run again')
+            os.replace(self.path / PARTIAL, records)
+        os.replace(self.path / PARTIAL_META, started)
+        return records
+
+    def _unshelve(self, config: Dict[str, Any], started: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+        """Bring back ``config``'s run set aside earlier (its records first, its run record last); returns the run
+        record of ``config``'s unfinished run (``started`` when it is already in place), or None."""
+        records, record = self.shelf(config)
+        partial = self.path / PARTIAL
+        moved = records.is_file() and not partial.exists()
+        if moved:  # also the records alone, when a kill came between the two renames of setting them aside
+            os.replace(records, partial)
+        if started is not None:
+            return started
+        if record.is_file():
+            os.replace(record, self.path / PARTIAL_META)
+            return self._started(False)
+        if moved:
+            started = {'summarizer': config, 'started': time.time(), 'overwrite': False}
+            write_json(self.path / PARTIAL_META, started)
+        return started
 
     def missing(self) -> List[int]:
         """Group ids without a record yet, in id order."""
@@ -353,6 +422,8 @@ class SummaryStore:
         atomic_write(self.final_file, ''.join(json.dumps(self.done[gid]) + '\n' for gid in range(self.num_groups)))
         entry = {'summarizer': config, 'count': self.num_groups,
                  'fallbacks': sum(bool(r.get('fallback')) for r in self.done.values())}
+        if self.started is not None:  # which run this was: its leftovers are told from a later run
+            entry['run_started'] = self.started
         if entry['fallbacks']:  # what really wrote those records, and why
             failed = sum(failed_request(r) for r in self.done.values())
             entry['fallback_reasons'] = {REQUEST_FAILED: failed, UNUSABLE_REPLY: entry['fallbacks'] - failed}
@@ -401,8 +472,12 @@ def remove_leftovers(path: Path) -> None:
                 run = json.loads(started.read_text(encoding='utf8'))
             except ValueError:
                 return
-            if isinstance(run, dict) and run.get('summarizer') == meta['summaries'].get('summarizer'):
-                SummaryStore(path, 0).discard_partial()  # killed between the last two steps of a finished run
+            finished = meta['summaries']
+            if isinstance(run, dict) and run.get('summarizer') == finished.get('summarizer') and \
+                    run.get('started') == finished.get('run_started', run.get('started')):
+                # killed between the last two steps of a finished run (not a later run of the same summariser,
+                # which retries failed groups or summarises again with overwrite: that one resumes)
+                SummaryStore(path, 0).discard_partial()
 
 
 def _check_record(raw: bytes, where: str, num_groups: int) -> Dict[str, Any]:

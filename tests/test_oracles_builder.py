@@ -454,9 +454,12 @@ def test_another_graph_is_refused(tmp_path):
 def test_overwrite_rebuilds_with_the_new_request(tmp_path):
     path = _build(tmp_path / 'g')
     (path / 'summaries.partial.jsonl').write_text('')  # the summary store's own file: part of the artifact
+    (path / 'summaries.partial.0123456789ab.jsonl').write_text('')  # a run the store set aside: part of it too
+    (path / 'summaries.partial.0123456789ab.json').write_text('{}')
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
     assert _meta(path)['partition']['max_group_size'] == 5
     assert not (path / 'summaries.partial.jsonl').exists()
+    assert not (path / 'summaries.partial.0123456789ab.jsonl').exists()
     # overwrite with the very same request rebuilds too: weights spoiled in place are written again
     np.zeros(8, dtype='<f2').tofile(path / 'weights.f16.np')
     _build(tmp_path / 'g', max_group_size=5, overwrite=True)
@@ -467,8 +470,10 @@ def test_overwrite_never_removes_a_users_file_in_the_folder(tmp_path):
     path = _build(tmp_path / 'g')
     (path / 'my_notes.txt').write_text('mine')
     (path / 'plots').mkdir()
+    (path / 'summaries.partial.mine.jsonl').write_text('mine')  # not a name the store gives a run it sets aside
     with pytest.raises(FileExistsError, match=r'g holds files that are not part of the GroupCorpusGraph '
-                                              r'\(my_notes\.txt, plots\); overwrite=True replaces the whole folder, '
+                                              r'\(my_notes\.txt, plots, summaries\.partial\.mine\.jsonl\); '
+                                              r'overwrite=True replaces the whole folder, '
                                               'so move them out'):
         _build(tmp_path / 'g', max_group_size=5, overwrite=True)
     assert (path / 'my_notes.txt').read_text() == 'mine'

@@ -43,8 +43,11 @@ def test_the_default_encoder_is_loaded_only_when_needed():
 
 
 def _summarizer_args(**kwargs):
-    defaults = {'summarizer': 'llm', 'model': 'm', 'base_url': None, 'timeout': 7.0, 'max_retries': 4, 'ray': None,
-                'max_tokens': None, 'max_doc_tokens': None, 'max_model_len': None}
+    defaults = {'summarizer': 'llm', 'model': 'm', 'base_url': None, 'timeout': None, 'max_retries': None, 'ray': None,
+                'max_tokens': None, 'max_doc_tokens': None, 'max_model_len': None, 'dtype': None,
+                'enforce_eager': None, 'gpu_memory_utilization': None, 'tensor_parallel_size': None}
+    if kwargs.get('base_url'):  # a server's options, given
+        defaults.update(timeout=7.0, max_retries=4)
     return SimpleNamespace(**{**defaults, **kwargs})
 
 

@@ -1,4 +1,4 @@
-"""Oracles for the summary store: which record wins on resume, the refusal to resume another summariser's run, and
+"""Oracles for the summary store: which record wins on resume, another summariser's run set aside (never lost), and
 what navigation reads; on a hand-built artifact of 8 documents in 4 groups (no collection needed)."""
 import json
 
@@ -69,30 +69,75 @@ def test_the_first_record_of_a_group_wins_on_resume(groups):
     assert [r['concept'] for r in reopened.read(expected=4)] == ['late 0', 'first', 'c', 'late 3']
 
 
-def test_resuming_another_summarisers_run_is_refused_and_loses_nothing(groups):
+def _run_files(path):
+    return sorted(f.name for f in path.iterdir() if f.name.startswith('summaries.partial'))
+
+
+def test_another_summarisers_run_is_set_aside_and_resumes_when_it_runs_again(groups):
+    """An interrupted LLM run (hours of GPU time) blocked every other summariser, and the only way forward the error
+    offered (overwrite) discarded it: now the other summariser runs, and the interrupted run waits, whole."""
     with pytest.raises(KeyboardInterrupt):
         groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
     partial = (groups.path / 'summaries.partial.jsonl').read_bytes()
+    records, started = groups.summary_store().shelf(Scripted('A').config())
     other = Scripted('B')
-    with pytest.raises(FileExistsError, match=r"another summariser .*'model': 'A'.*overwrite=True"):
+    with pytest.warns(UserWarning, match=r"held an unfinished run of another summariser \({'model': 'A', .*\); it is "
+                                         rf'kept as {records.name} and resumes when that summariser runs here again'):
         groups.summarize(other, CORPUS, batch_size=2)
-    assert other.batches == []  # refused before any summariser call
-    assert (groups.path / 'summaries.partial.jsonl').read_bytes() == partial
-    assert not groups.has_summaries
-    # the same summariser still resumes the kept run
+    assert other.batches == [[0, 1], [2, 3]]  # nothing of A's run is taken
+    assert groups.summary(0) == 'B 0: members d0 d1'
+    assert records.read_bytes() == partial  # A's records, byte for byte
+    assert json.loads(started.read_text())['summarizer'] == Scripted('A').config()
+    assert _run_files(groups.path) == sorted([records.name, started.name])
+    # A again: B's finished summaries stand in the way (overwrite replaces them), and A's run resumes where it stopped
+    with pytest.raises(FileExistsError, match='already has summaries made by .*overwrite=True'):
+        groups.summarize(Scripted('A'), CORPUS, batch_size=2)
     resumed = Scripted('A')
-    groups.summarize(resumed, CORPUS, batch_size=2)
+    groups.summarize(resumed, CORPUS, batch_size=2, overwrite=True)
     assert resumed.batches == [[2, 3]]
+    assert [groups.summary(g) for g in (0, 3)] == ['A 0: members d0 d1', 'A 3: members d6 d7']
+    assert _run_files(groups.path) == []
 
 
-def test_overwrite_discards_the_other_run(groups):
+def test_the_records_alone_of_a_run_set_aside_still_resume(groups):
+    """A kill between the two renames of setting a run aside leaves its records moved and its run record in place."""
     with pytest.raises(KeyboardInterrupt):
         groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
-    other = Scripted('B')
-    groups.summarize(other, CORPUS, batch_size=2, overwrite=True)
-    assert other.batches == [[0, 1], [2, 3]]  # nothing of A's run is reused
-    assert groups.summary(0) == 'B 0: members d0 d1'
-    assert groups.meta['summaries']['summarizer'] == other.config()
+    store = groups.summary_store()
+    records, _ = store.shelf(Scripted('A').config())
+    (groups.path / 'summaries.partial.jsonl').rename(records)
+    resumed = Scripted('A')
+    groups.summarize(resumed, CORPUS, batch_size=2)  # the run record in place, its records set aside: both found
+    assert resumed.batches == [[2, 3]]
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(Scripted('C', fail_after=1), CORPUS, batch_size=2, overwrite=True)
+    records, started = store.shelf(Scripted('C').config())
+    (groups.path / 'summaries.partial.jsonl').rename(records)
+    (groups.path / 'summaries.partial.json').unlink()  # only the records left, set aside
+    again = Scripted('C')
+    groups.summarize(again, CORPUS, batch_size=2, overwrite=True)
+    assert again.batches == [[2, 3]]
+
+
+def test_overwrite_restarts_this_summarisers_run_unless_that_run_was_an_overwrite(groups):
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
+    with pytest.raises(KeyboardInterrupt):  # overwrite: A's earlier records are not taken ...
+        groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=1, overwrite=True)
+    lines = (groups.path / 'summaries.partial.jsonl').read_text().splitlines()
+    assert [json.loads(line)['group'] for line in lines] == [0]
+    # ... and the same call again after the interruption resumes the run it started
+    again = Scripted('A')
+    groups.summarize(again, CORPUS, batch_size=1, overwrite=True)
+    assert again.batches == [[1], [2], [3]]
+    # over finished summaries of the same summariser, overwrite summarises again from the start
+    redo = Scripted('A', fail_after=2)
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(redo, CORPUS, batch_size=1, overwrite=True)
+    assert redo.batches == [[0], [1]]
+    rerun = Scripted('A')
+    groups.summarize(rerun, CORPUS, batch_size=1, overwrite=True)
+    assert rerun.batches == [[2], [3]]
 
 
 def test_finished_summaries_are_not_replaced_without_overwrite(groups):
@@ -118,3 +163,31 @@ def test_navigation_text_is_concept_colon_summary(groups):
     # a summariser without its own config() is recorded by its class name
     assert groups.meta['summaries']['summarizer'] == {'name': 'Partial'}
     assert groups.summary_record(0)['provenance'] == {'name': 'Partial', 'model': None, 'prompt_hash': None}
+
+
+class Failing(Scripted):
+    """Scripted, but the engine request of the groups in ``failing`` fails (a marked extractive record)."""
+
+    def __init__(self, tag, failing=(), fail_after=None):
+        super().__init__(tag, fail_after)
+        self.failing = set(failing)
+
+    def summarize(self, groups):
+        records = super().summarize(groups)
+        return [{**r, 'fallback': True, 'fallback_reason': 'request_failed'} if g['group'] in self.failing else r
+                for g, r in zip(groups, records)]
+
+
+def test_an_interrupted_retry_of_failed_groups_resumes(groups):
+    """The run that retries the failed groups of finished summaries has the finished run's summariser; its unfinished
+    run was taken for a leftover of the finished one and deleted, so its retried groups were asked again."""
+    groups.summarize(Failing('A', failing={2, 3}), CORPUS, batch_size=1, max_failed_share=1)
+    retry = Failing('A', fail_after=1)
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(retry, CORPUS, batch_size=1)
+    assert retry.batches == [[2]]
+    again = Failing('A')
+    groups.summarize(again, CORPUS, batch_size=1)
+    assert again.batches == [[3]]  # group 2 was retried already
+    assert groups.meta['summaries']['fallbacks'] == 0
+    assert _run_files(groups.path) == []

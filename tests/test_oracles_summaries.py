@@ -191,14 +191,16 @@ def test_store_finish_counts_the_fallbacks_and_why(tmp_path):
     assert store.finish({'name': 'a'}) == {
         'summarizer': {'name': 'a'}, 'count': 3, 'fallbacks': 2,
         'fallback_reasons': {REQUEST_FAILED: 1, UNUSABLE_REPLY: 1},
-        'fallback_summarizer': ExtractiveSummarizer().config()}
+        'fallback_summarizer': ExtractiveSummarizer().config(),
+        'run_started': json.loads((tmp_path / PARTIAL_META).read_text())['started']}  # which run wrote them
     # summaries.jsonl holds every group in id order
     assert [json.loads(line)['group'] for line in (tmp_path / SUMMARIES).read_text().splitlines()] == [0, 1, 2]
     clean = SummaryStore(tmp_path / 'clean', 1)
     clean.path.mkdir()
     clean.begin({'name': 'a'})
     clean.add([{'group': 0}])
-    assert clean.finish({'name': 'a'}) == {'summarizer': {'name': 'a'}, 'count': 1, 'fallbacks': 0}
+    assert clean.finish({'name': 'a'}) == {'summarizer': {'name': 'a'}, 'count': 1, 'fallbacks': 0,
+                                           'run_started': clean.started}
 
 
 def test_extractive_centrality_divides_by_the_root_and_keeps_own_punctuation():
