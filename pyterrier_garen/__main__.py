@@ -384,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                     'being 12 hex digits of the collection\'s content hash)')
     p.add_argument('--graph', choices=['dense', 'bm25'], default='dense',
                    help='the k-NN graph the groups are built from: MiniLM cosine or PISA BM25')
-    p.add_argument('--k', type=int, default=16, help='neighbours per document')
+    p.add_argument('--k', type=int, default=None,
+                   help='neighbours per document (default: 16, or every other document of a smaller collection)')
     p.add_argument('--max-group-size', type=int, default=20, help='re-partition groups larger than this')
     p.add_argument('--seed', type=int, default=42, help='Leiden seed')
     p.add_argument('--encoder', default='minilm', help=encoder_help)

@@ -18,6 +18,9 @@ __all__ = ['Prepared', 'prepare', 'cache_dir', 'collection_fingerprint', 'corpus
 MANIFEST = 'prepare.json'
 LOCK = '.prepare.lock'
 
+#: neighbours per document of the k-NN graph when none is asked for
+DEFAULT_K = 16
+
 
 def cache_dir() -> Path:
     """Where prepared artifacts go by default: ``$GAREN_CACHE``, else ``~/.cache/pyterrier-garen``."""
@@ -205,7 +208,7 @@ def _matches_collection(lookup, docnos) -> bool:
     return len(lookup) == len(docnos) and bool((lookup_ids(lookup, docnos) >= 0).all())
 
 
-def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str = 'dense', k: int = 16,
+def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str = 'dense', k: Optional[int] = None,
             max_group_size: int = 20, seed: int = 42, summarizer=None, vectors: bool = True, encoder=None,
             precision: str = 'auto', verbose: bool = False) -> Prepared:
     """Build or reuse, in ``workdir``: a PISA index, dense vectors (MiniLM unless ``encoder`` says otherwise), a
@@ -225,7 +228,9 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
         workdir: output folder; defaults to ``cache_dir()/<dataset name>-<fingerprint>`` (its first 12 hex digits).
         graph: ``'dense'`` (cosine MiniLM k-NN: exact up to ``EXACT_KNN_LIMIT`` = 200,000 documents, FAISS HNSW
             above, see ``pyterrier_garen._ann``) or ``'bm25'`` (PISA BM25 k-NN).
-        k: neighbours per document.
+        k: neighbours per document; None: 16, or every other document of a collection of 16 documents or fewer
+            (the artifacts keep the names of k=16). A k given is used as given: above the number of other
+            documents it is lowered with a warning.
         max_group_size: Leiden re-partitioning threshold.
         seed: Leiden seed.
         summarizer: group summariser; defaults to :class:`~pyterrier_garen.ExtractiveSummarizer`.
@@ -253,7 +258,7 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     from ._encoding import resolve_precision
     check_choice('graph', graph, ('dense', 'bm25'))
     resolve_precision(precision)  # a bad value fails before anything is built
-    check_positive(k=k, max_group_size=max_group_size)
+    check_positive(max_group_size=max_group_size, **({} if k is None else {'k': k}))
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
     fingerprint, earlier = corpus_fingerprint(dataset), _earlier_fingerprint(dataset)
@@ -268,6 +273,9 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     owned = _check_workdir(workdir, fingerprint, name, earlier)
     if len(docnos) < 2:
         raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
+    # the default k on a small collection: every other document in the dense graph, said by nothing (only a k asked
+    # for is warned about); the BM25 graph takes k as it is, as it always has
+    k, graph_k = (DEFAULT_K, min(DEFAULT_K, len(docnos) - 1)) if k is None else (k, k)
 
     _fresh(workdir / 'bm25.pisa', owned)
     pisa = bm25_index(dataset, workdir / 'bm25.pisa')  # PISA's native log stays quiet
@@ -286,12 +294,12 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     if graph == 'dense':
         from ._ann import EXACT_KNN_LIMIT, hnsw_corpus_graph
         if len(docnos) > EXACT_KNN_LIMIT:  # all pairs take hours on a CPU beyond this size (bench/dense_graph.py)
-            knn = hnsw_corpus_graph(flex, k=k)
+            knn = hnsw_corpus_graph(flex, k=graph_k)
         else:
-            knn = dense_corpus_graph(flex, k=k, verbose=verbose)
+            knn = dense_corpus_graph(flex, k=graph_k, verbose=verbose)
     else:
         _fresh(workdir / f'bm25.k{k}.graph', owned)
-        knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)
+        knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)  # pads a short list itself
     if not _matches_collection(knn._docnos, docnos):
         raise FileExistsError(f'the corpus graph {getattr(knn, "path", knn)} is of other documents than {dataset!r}; '
                               'delete it or pass another workdir')

@@ -308,8 +308,8 @@ def test_prepare_passes_every_setting(monkeypatch, capsys, datasets_by_name):
     assert done.calls == [((('dataset', 'd'), 'w'), {'graph': 'bm25', 'k': 8, 'max_group_size': 6, 'seed': 3,
                                                      'encoder': None, 'verbose': True})]
     assert capsys.readouterr().out == 'groups: /w/g\n{"groups": 4}\n'
-    cli.main(['prepare', '--dataset', 'd'])
-    assert done.calls[-1] == ((('dataset', 'd'), None), {'graph': 'dense', 'k': 16, 'max_group_size': 20,
+    cli.main(['prepare', '--dataset', 'd'])  # k: prepare's default (16, fewer on a small collection)
+    assert done.calls[-1] == ((('dataset', 'd'), None), {'graph': 'dense', 'k': None, 'max_group_size': 20,
                                                          'seed': 42, 'encoder': None, 'verbose': True})
     import pyterrier_garen._encoding as encoding
     monkeypatch.setattr(encoding, 'load_encoder', lambda spec: ('loaded', spec))

@@ -208,6 +208,30 @@ def test_finished_workdir_on_a_read_only_mount_is_reused(tiny, tmp_path, monkeyp
     assert sorted(str(p.relative_to(work)) for p in work.rglob('*')) == before
 
 
+def test_the_default_k_on_a_collection_of_16_documents_or_fewer_warns_of_nothing(tmp_path):
+    """compare (and every prepare with the default k) warned that k=16 was more than a 12-document collection's 11
+    other documents, so that --strict could not pass there whatever the user chose: only a k asked for is told."""
+    folder = tmp_path / 'twelve'
+    folder.mkdir()
+    words = ['heat', 'flow', 'wing', 'shock', 'layer', 'jet']
+    (folder / 'docs.jsonl').write_text(''.join(json.dumps({'docno': f'd{i}', 'text': f'{words[i % 6]} {words[i // 2]} '
+                                                                                     f'text {i}'}) + '\n'
+                                               for i in range(12)))
+    (folder / 'queries.tsv').write_text('q1\theat flow\n')
+    (folder / 'qrels.txt').write_text('q1 0 d0 1\n')
+    dataset = LocalDataset(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        prepared = prepare(dataset, tmp_path / 'w')
+    assert prepared.graph.edges_data.shape == (12, 11)  # every other document
+    assert [set(map(int, prepared.graph.neighbours(i))) for i in range(12)] == [set(range(12)) - {i} for i in range(12)]
+    assert prepared.groups.path.name.startswith('dense.k16.')  # the names of k=16, as before
+    with pytest.warns(UserWarning, match=r'^k=16 neighbours asked for, but each of the 12 documents has only 11'):
+        prepare(dataset, tmp_path / 'w', k=16)
+    with pytest.raises(ValueError, match='k'):
+        prepare(dataset, tmp_path / 'w', k=0)
+
+
 def test_read_only_workdir_that_needs_building_names_the_fix(tiny, tmp_path, monkeypatch):
     work = tmp_path / 'w'
     prepare(tiny, work, graph='bm25', vectors=False)
