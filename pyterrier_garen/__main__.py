@@ -59,6 +59,14 @@ def _share(text: str) -> float:
     return value
 
 
+def _positive_share(text: str) -> float:
+    """An argparse type: a number above 0, at most 1."""
+    value = _share(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f'must be a number above 0, at most 1, got {text!r}')
+    return value
+
+
 def _ray_options(args, gpus: float = 0):
     if args.ray is None:
         return None
@@ -369,7 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
                         'GPU without bfloat16, e.g. a T4 or V100)')
     p.add_argument('--enforce-eager', action='store_const', const=True, default=None,
                    help='the in-process vLLM engine runs without CUDA graphs (starts sooner, less memory)')
-    p.add_argument('--gpu-memory-utilization', type=_share, default=None, metavar='SHARE',
+    p.add_argument('--gpu-memory-utilization', type=_positive_share, default=None, metavar='SHARE',
                    help="share (0 to 1) of each GPU's memory the in-process vLLM engine may take (default: vLLM's "
                         '0.9)')
     p.add_argument('--tensor-parallel-size', type=_at_least(1, 'a number of GPUs >= 1'), default=None,

@@ -241,6 +241,11 @@ def test_summarize_passes_the_in_process_engine_s_options_to_vllm(monkeypatch, c
     err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
                   '--tensor-parallel-size', '0'], capsys)
     assert err.startswith("error: argument --tensor-parallel-size: must be a number of GPUs >= 1, got '0'")
+    for share in ('0', '1.5', 'half'):
+        err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', '--summarizer', 'llm', '--model', 'm',
+                      '--gpu-memory-utilization', share], capsys)
+        assert err.startswith('error: argument --gpu-memory-utilization: must be a number ')
+        assert repr(share) in err
     assert len(vllm.calls) == 1  # nothing ran for a refused command
     assert len(groups_class.made) == 2
 
