@@ -156,6 +156,22 @@ def test_other_partial_runs_stay(tmp_path, summarizer, run, text):
     assert (folder / PARTIAL_META).read_bytes() == before
 
 
+@pytest.mark.parametrize(('run_started', 'started', 'removed'), [
+    (100.5, 100.5, True),    # killed between the last two steps of the run that finished
+    (100.5, 200.25, False),  # a later run of the same summariser (a retry, an overwrite): it resumes
+    (None, 200.25, True),    # summaries written before runs were recorded: the same summariser's run goes, as before
+])
+def test_only_the_finished_runs_own_partial_files_are_removed(tmp_path, run_started, started, removed):
+    folder = _artifact(tmp_path, partial_run={'summarizer': 'extractive', 'started': started})
+    if run_started is not None:
+        meta = json.loads((folder / 'pt_meta.json').read_text())
+        meta['summaries']['run_started'] = run_started
+        (folder / 'pt_meta.json').write_text(json.dumps(meta))
+    remove_leftovers(folder)
+    assert (folder / PARTIAL).exists() is not removed
+    assert (folder / PARTIAL_META).exists() is not removed
+
+
 def test_a_linked_run_file_is_not_followed_and_nothing_is_removed(tmp_path):
     folder = _artifact(tmp_path)
     outside = tmp_path / 'elsewhere.json'

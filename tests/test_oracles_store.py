@@ -1,6 +1,9 @@
 """Oracles for the summary store: which record wins on resume, another summariser's run set aside (never lost), and
 what navigation reads; on a hand-built artifact of 8 documents in 4 groups (no collection needed)."""
+import hashlib
 import json
+import time
+import warnings
 
 import numpy as np
 import pytest
@@ -80,6 +83,8 @@ def test_another_summarisers_run_is_set_aside_and_resumes_when_it_runs_again(gro
         groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
     partial = (groups.path / 'summaries.partial.jsonl').read_bytes()
     records, started = groups.summary_store().shelf(Scripted('A').config())
+    key = hashlib.sha256(json.dumps(Scripted('A').config(), sort_keys=True).encode()).hexdigest()[:12]
+    assert (records.name, started.name) == (f'summaries.partial.{key}.jsonl', f'summaries.partial.{key}.json')
     other = Scripted('B')
     with pytest.warns(UserWarning, match=r"held an unfinished run of another summariser \({'model': 'A', .*\); it is "
                                          rf'kept as {records.name} and resumes when that summariser runs here again'):
@@ -114,9 +119,16 @@ def test_the_records_alone_of_a_run_set_aside_still_resume(groups):
     records, started = store.shelf(Scripted('C').config())
     (groups.path / 'summaries.partial.jsonl').rename(records)
     (groups.path / 'summaries.partial.json').unlink()  # only the records left, set aside
-    again = Scripted('C')
-    groups.summarize(again, CORPUS, batch_size=2, overwrite=True)
-    assert again.batches == [[2, 3]]
+    again = Scripted('C', fail_after=0)
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(again, CORPUS, batch_size=2, overwrite=True)
+    # the run record written for the records alone names their summariser, as a run's own would
+    record = json.loads((groups.path / 'summaries.partial.json').read_text())
+    assert (record['summarizer'], record['overwrite']) == (Scripted('C').config(), False)
+    assert time.time() - 60 < record['started'] <= time.time()  # when it was taken back: the run's own time
+    finished = Scripted('C')
+    groups.summarize(finished, CORPUS, batch_size=2, overwrite=True)
+    assert finished.batches == [[2, 3]]
 
 
 def test_overwrite_restarts_this_summarisers_run_unless_that_run_was_an_overwrite(groups):
@@ -181,7 +193,8 @@ class Failing(Scripted):
 def test_an_interrupted_retry_of_failed_groups_resumes(groups):
     """The run that retries the failed groups of finished summaries has the finished run's summariser; its unfinished
     run was taken for a leftover of the finished one and deleted, so its retried groups were asked again."""
-    groups.summarize(Failing('A', failing={2, 3}), CORPUS, batch_size=1, max_failed_share=1)
+    with pytest.warns(UserWarning, match='2 of 4 groups got an extractive summary'):
+        groups.summarize(Failing('A', failing={2, 3}), CORPUS, batch_size=1, max_failed_share=1)
     retry = Failing('A', fail_after=1)
     with pytest.raises(KeyboardInterrupt):
         groups.summarize(retry, CORPUS, batch_size=1)
@@ -191,3 +204,25 @@ def test_an_interrupted_retry_of_failed_groups_resumes(groups):
     assert again.batches == [[3]]  # group 2 was retried already
     assert groups.meta['summaries']['fallbacks'] == 0
     assert _run_files(groups.path) == []
+
+
+def test_resuming_this_summarisers_own_run_says_nothing(groups):
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # no "another summariser" warning: the run is this one's
+        groups.summarize(Scripted('A'), CORPUS, batch_size=2)
+    assert _run_files(groups.path) == []
+
+
+@pytest.mark.parametrize('text', ['5', '["A"]', '{"started": 1.5}', 'null'])
+def test_a_run_record_that_names_no_summariser_is_refused_unless_overwrite(groups, text):
+    (groups.path / 'summaries.partial.json').write_text(text)
+    (groups.path / 'summaries.partial.jsonl').write_text(json.dumps({'group': 0, 'concept': 'old'}) + '\n')
+    with pytest.raises(ValueError, match=r'summaries.partial.json \(the config of an unfinished summarisation\) is not '
+                                         r'a JSON object naming its summariser; pass overwrite=True \(--overwrite\)'):
+        groups.summarize(Scripted('A'), CORPUS, batch_size=2)
+    fresh = Scripted('A')
+    groups.summarize(fresh, CORPUS, batch_size=2, overwrite=True)  # the record cannot be read: nothing to resume
+    assert fresh.batches == [[0, 1], [2, 3]]
+    assert groups.summary(0) == 'A 0: members d0 d1'
