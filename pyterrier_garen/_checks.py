@@ -224,11 +224,12 @@ def _recorded(folder: Path, fix: str) -> Optional[Dict[str, Any]]:
     return files
 
 
-def check_recorded_files(folder: Union[str, Path], what: str) -> bool:
+def check_recorded_files(folder: Union[str, Path], what: str, fix: Optional[str] = None) -> bool:
     """Check that every file the build recorded in ``folder``'s :data:`~pyterrier_garen._atomic.FILES_RECORD` is
     still there with its recorded size and SHA-256 (files not in the record are not looked at). Reads only.
 
-    ``what`` names the artifact in the message (``'PISA index'``, ``'vectors'``, ...). Returns ``False`` when the
+    ``what`` names the artifact in the message (``'PISA index'``, ``'vectors'``, ...); ``fix`` says how to rebuild
+    it (default: delete the folder and rerun prepare). Returns ``False`` when the
     folder holds no record (built by an earlier version: not checked), ``True`` when every recorded file matches.
 
     Raises:
@@ -239,7 +240,7 @@ def check_recorded_files(folder: Union[str, Path], what: str) -> bool:
 
     from ._atomic import FILES_RECORD, file_sha256
     folder = Path(folder)
-    fix = f'delete {folder} and rerun (prepare rebuilds it; nothing else is lost)'
+    fix = fix or f'delete {folder} and rerun (prepare rebuilds it; nothing else is lost)'
     files = _recorded(folder, fix)
     if files is None:
         return False

@@ -453,7 +453,7 @@ def load_corpus_graph(path: Union[str, Path]):
     (pyterrier_adaptive#7), so the concrete class is found through ``pt.Artifact.load``.
     """
     from ._atomic import recover
-    from ._checks import check_np_topk, read_meta_file
+    from ._checks import check_np_topk, check_recorded_files, read_meta_file
     path = Path(path)
     recover(path)  # an interrupted rebuild's swap is undone first
     if not path.is_dir():
@@ -472,6 +472,9 @@ def load_corpus_graph(path: Union[str, Path]):
                          f'graph{hint}')
     if meta.get('format') in ('np_topk', 'numpy_kmax'):
         check_np_topk(path)  # sizes, neighbour ids and links, before pyterrier-adaptive trusts them
+    # bytes damaged on disk at the same size pass every check above: the SHA-256 of each file the build recorded
+    check_recorded_files(path, 'corpus graph', fix='rebuild it with the build-graph command (or bm25_corpus_graph / '
+                                                   'dense_corpus_graph) into a new folder')
     return pt.Artifact.load(str(path))
 
 

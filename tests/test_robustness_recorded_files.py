@@ -261,3 +261,30 @@ def test_the_benchmark_never_writes_into_a_folder_that_holds_something(tmp_path,
         script.main(['--dataset', str(tmp_path / 'unused'), '--out', str(mine)])
     assert [p.name for p in mine.iterdir()] == ['notes.txt']
     assert (mine / 'notes.txt').read_text() == 'kept'
+
+
+@pytest.mark.parametrize('name', ['dense k-NN graph', 'BM25 corpus graph'])
+def test_a_graph_loaded_outside_prepare_is_checked_against_its_record(name, work, capsys):
+    """build-groups (load_corpus_graph) read a graph whose bytes were damaged at the same size without a word, and
+    grouped documents by neighbours that were never computed."""
+    from pyterrier_garen import __main__ as cli
+    from pyterrier_garen._graphs import load_corpus_graph
+    path = work / ARTIFACTS[name][0]
+    assert load_corpus_graph(path) is not None  # as built: loads
+    edges = sorted(f for f in _recorded(path) if f.endswith('.np') and 'edges' in f)
+    assert edges, _recorded(path)
+    _flip(path / edges[0])
+    before = _snapshot(work)
+    with pytest.raises(ArtifactError) as refused:
+        load_corpus_graph(path)
+    assert str(refused.value) == (
+        f'{path} (corpus graph) is damaged: {edges[0]} differs from what was built (same size, another SHA-256) '
+        f'(checked against {FILES_RECORD}, written when it was built); the file was damaged on disk or replaced: '
+        'rebuild it with the build-graph command (or bm25_corpus_graph / dense_corpus_graph) into a new folder')
+    with pytest.raises(SystemExit) as status:
+        cli.main(['build-groups', '--graph', str(path), '--out', str(work / 'groups')])
+    assert status.value.code != 0
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1
+    assert 'is damaged' in err
+    assert _snapshot(work) == before  # nothing was built, nothing changed
