@@ -158,8 +158,8 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
                     'approximate': {'method': 'faiss_hnsw_search' if search else 'faiss_hnsw_links',
                                     'neighbours': neighbours, 'ef_construction': ef_construction,
                                     'ef_search': ef_search if search else None, 'hops': None if search else hops}}
-            try:  # a temporary of its own, swapped in whole
-                with building(path, ('corpus_graph', 'np_topk')) as tmp:
+            try:  # a temporary of its own, swapped in whole, recording its files' sizes and SHA-256
+                with building(path, ('corpus_graph', 'np_topk'), record=True) as tmp:
                     write_array(edges, tmp / 'edges.u32.np')
                     write_array(weights, tmp / 'weights.f16.np')
                     _same_file(Path(index.index_path) / 'docnos.npids', tmp / 'docnos.npids')

@@ -107,6 +107,20 @@ def test_the_graph_is_built_in_a_temporary_of_its_own_and_holds_its_docnos(tmp_p
     assert docnos.read_bytes() == (folder / 'docnos.npids').read_bytes()
     np.testing.assert_array_equal(np.asarray(graph.edges_data).astype(np.int64), _exact(vecs, 4))
     assert list(graph.neighbours('d0000')) == [f'd{i:04d}' for i in _exact(vecs, 4)[0]]
+    # its files are recorded as the exact graph's are, and a reuse checks them: bytes damaged at the same size
+    import hashlib
+    import json
+
+    from pyterrier_garen import ArtifactError
+    from pyterrier_garen._atomic import FILES_RECORD
+    recorded = json.loads((folder / name / FILES_RECORD).read_text())['files']
+    assert set(recorded) == {'edges.u32.np', 'weights.f16.np', 'docnos.npids', 'pt_meta.json'}
+    data = (folder / name / 'weights.f16.np').read_bytes()
+    assert recorded['weights.f16.np'] == {'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()}
+    (folder / name / 'weights.f16.np').write_bytes(data[:-2] + bytes([data[-2] ^ 1, data[-1]]))
+    with pytest.raises(ArtifactError, match=r'\(corpus graph\) is damaged: weights.f16.np differs from what was '
+                                            r'built'):
+        hnsw_corpus_graph(index, k=4)
 
 
 def test_a_graph_another_process_finished_meanwhile_is_used(tmp_path, monkeypatch):
