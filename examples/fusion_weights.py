@@ -14,6 +14,9 @@ Prints, per budget (--margin-budgets), reranker (--rerankers) and measure:
    collections (analysis.fusion_weight_margins); with --paired, also each margin's p-value, interval and verdict,
    as sweep_verdict.py --paired gives them.
 
+A sweep at --fusion 0 (WEIGHT 0) has no shared stage, and GAREN+ then runs its own fusion: --own-fusion systems are
+left out at weight 0, so none is chosen at a weight where it alone is fused.
+
 The weights are chosen on the same queries they are judged on, for every system alike: the table is an upper bound
 of what tuning the stage could give each system, not a setting to ship. Last comes where the CSVs came from. Reads
 only the CSVs: nothing is run.
@@ -87,6 +90,9 @@ def main(argv=None):
     parser.add_argument('--system', default='GAREN+', help='the system compared (default: GAREN+)')
     parser.add_argument('--baselines', nargs='+',
                         help='the baselines (default: GAR SlideGAR RGS, without --system)')
+    parser.add_argument('--own-fusion', nargs='*', default=['GAREN+'], metavar='SYSTEM',
+                        help='systems that run a fusion stage of their own in a sweep without the shared one (weight '
+                             '0): left out at weight 0, where only they are fused (default: GAREN+)')
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers compared ('sigma=S' or 'MiniLM'; one the CSVs lack is skipped)")
@@ -101,13 +107,18 @@ def main(argv=None):
         check_recorded_weights(provenance)  # a mislabelled weight would move the best-weight table silently
         values, margins = analysis.fusion_weight_margins(tables, args.system, args.baselines,
                                                          budgets=args.margin_budgets, rerankers=args.rerankers,
-                                                         perqueries=perqueries, alpha=args.alpha)
+                                                         perqueries=perqueries, alpha=args.alpha,
+                                                         own_fusion=args.own_fusion)
     except (OSError, ValueError) as ex:
         raise SystemExit(f'error: {ex}') from ex
     weights = sorted(tables)
     collections = sorted(next(iter(weighted.values())))
     print(f'collections: {", ".join(collections)}; fusion weights: {", ".join(f"{w:g}" for w in weights)}; '
           f'{args.system} against the best of {", ".join(args.baselines)}, each at its own best weight\n')
+    own = [n for n in args.own_fusion if 0 in tables and (tables[0].system == n).any()]
+    if own:
+        print(f'weight 0 has no shared stage: {", ".join(own)} ran there with {"its" if len(own) == 1 else "their"} '
+              'own fusion, the others with none, so it is left out at weight 0 (-)\n')
     print('**1. Each system at each weight (mean over the collections)**\n')
     shown = values.rename(columns={w: f'{w:g}' for w in weights})
     print(markdown(shown.assign(best_weight=shown.best_weight.map(lambda w: '-' if w != w else f'{w:g}'))))

@@ -543,7 +543,8 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
                           budgets: Optional[Sequence[int]] = None, rerankers: Optional[Sequence[str]] = None,
                           measures: Sequence[str] = _MEASURES,
                           perqueries: Optional[Mapping[float, pd.DataFrame]] = None,
-                          alpha: float = ALPHA) -> Tuple[pd.DataFrame, pd.DataFrame]:
+                          alpha: float = ALPHA,
+                          own_fusion: Sequence[str] = ('GAREN+',)) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Every system at its own best weight of the shared fusion stage: :func:`baseline_margins` after tuning.
 
     ``tables`` maps a fusion weight (``strength_sweep.py --fusion W``) to the sweep rows run at that weight. For each
@@ -554,6 +555,10 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
     ``perqueries``, the per-query rows at each weight, also the paired test). The weights are chosen on the
     same queries they are judged on, for every system alike: an upper bound of what tuning the stage could give
     each one, not a setting to ship.
+
+    A sweep at weight 0 has no shared stage, and a system of ``own_fusion`` (GAREN+, whose ``GAREN_PLUS`` carries a
+    fusion it drops only when the shared stage is there) then ran with its own: help the others did not get. Its
+    weight-0 rows are left out (NaN in ``values``), so that it is never chosen at a weight where it alone is fused.
 
     Returns:
         ``(values, margins)``. ``values``: ``budget, reranker, measure, system``, one column per weight (its mean
@@ -597,7 +602,8 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
                     row = {'budget': int(budget), 'reranker': r, 'measure': measure, 'system': name}
                     scores = {}
                     for w in weights:
-                        ok = (name, w) in complete.index and complete.loc[(name, w)]
+                        ok = (name, w) in complete.index and complete.loc[(name, w)] and \
+                            not (w == 0 and name in own_fusion)  # its own fusion, where the others have none
                         row[w] = float(mean.loc[(name, w), measure]) if ok else np.nan
                         if ok:
                             scores[w] = row[w]

@@ -414,6 +414,27 @@ def test_fusion_weight_margins_refuses_what_it_cannot_weigh():
     assert values.best_weight.isna().tolist() == [False, False, True] * 2
 
 
+def test_a_system_with_its_own_fusion_is_not_chosen_at_weight_0():
+    """At weight 0 (no shared stage) GAREN+ runs its own fusion and the baselines none: fusion_weights.py called
+    GAREN+ best at weight 0 and compared it, fused, with baselines that were not."""
+    tables = {w: means(frame) for w, frame in weighted_rows().items()}
+    # at weight 0, S is far ahead (its own fusion), B1 and B2 as at .1
+    zero = tables[.1].copy()
+    zero.loc[zero.system == 'S', 'nDCG@10'] = .9
+    tables = {0.: zero, **tables}
+    values, margins = analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'], own_fusion=['S'])
+    values = values.set_index(['measure', 'system'])
+    assert math.isnan(values.loc[('nDCG@10', 'S'), 0.])
+    assert values.loc[('nDCG@10', 'B1'), 0.] == pytest.approx(.44)  # the others' weight 0 stands
+    ndcg = margins[margins.measure == 'nDCG@10'].iloc[0]
+    assert (ndcg.weight, ndcg.delta) == pytest.approx((1., .01))  # as without weight 0: S at 1 against B1
+    assert ndcg.best_weight == 0.  # B1's .44 at 0 equals its .44 at .1: the lighter weight
+    # a system not named in own_fusion is taken at weight 0 like any other
+    fused = analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'], own_fusion=[])[1]
+    assert fused[fused.measure == 'nDCG@10'].iloc[0].weight == 0.
+    assert analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'])[1].equals(fused)  # GAREN+ by default, not S
+
+
 def test_fusion_weights_command(tmp_path, capsys):
     script = load_script('examples/fusion_weights.py')
     perqueries = weighted_rows()
@@ -438,6 +459,15 @@ def test_fusion_weights_command(tmp_path, capsys):
     assert 'no provenance record beside 4 of 4 files' in text
     script.main(common)
     assert '| p | verdict |' not in capsys.readouterr().out
+    # weight 0: S named as running its own fusion there is left out at 0 and said to be
+    zero = [a.replace('0.1:', '0:', 1) for a in args if a.startswith('0.1:')]
+    script.main(zero + args + ['--system', 'S', '--baselines', 'B1', 'B2', '--margin-budgets', '100',
+                               '--own-fusion', 'S'])
+    text = capsys.readouterr().out
+    assert ('weight 0 has no shared stage: S ran there with its own fusion, the others with none, so it is left out '
+            'at weight 0 (-)') in text
+    assert '| 100 | sigma=1 | nDCG@10 | S | - | 0.4000 | 0.4500 | 1 |' in text
+    assert '| 100 | sigma=1 | nDCG@10 | B1 | 0.4400 | 0.4400 | 0.4000 | 0 |' in text
     with pytest.raises(SystemExit, match='expected WEIGHT:COLLECTION=PATH'):
         script.main([args[0].split(':', 1)[1]])
     with pytest.raises(SystemExit, match='expected WEIGHT:COLLECTION=PATH'):
