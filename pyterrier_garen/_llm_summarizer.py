@@ -139,8 +139,16 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
         return hashlib.sha256(text.encode('utf8')).hexdigest()[:12]
 
     def config(self) -> Dict[str, Any]:
-        return {'name': 'llm', 'model': self.engine.model, 'prompt_hash': self.prompt_hash,
-                'max_doc_tokens': self.max_doc_tokens, 'max_tokens': self.max_tokens}
+        """What identifies these summaries: the model, the prompt, the answer and document lengths, and under
+        ``engine`` the engine's settings that change what it writes (``Engine.output_settings``: a context given,
+        the dtype, the chat template; left out when there are none, as before they were recorded)."""
+        config = {'name': 'llm', 'model': self.engine.model, 'prompt_hash': self.prompt_hash,
+                  'max_doc_tokens': self.max_doc_tokens, 'max_tokens': self.max_tokens}
+        settings = getattr(self.engine, 'output_settings', None)
+        settings = settings() if callable(settings) else {}
+        if settings:
+            config['engine'] = settings
+        return config
 
     def reset_stats(self) -> None:
         UsageStats.reset_stats(self)

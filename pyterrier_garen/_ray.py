@@ -161,6 +161,17 @@ class EngineSpec:
     def __eq__(self, other):
         return isinstance(other, EngineSpec) and (self.engine, self.kwargs) == (other.engine, other.kwargs)
 
+    def output_settings(self) -> Dict[str, Any]:
+        """What the engine built from this recipe will report as its output settings
+        (``Engine.output_settings``), without building it; ``{}`` for an engine class that declares none, or one
+        named by a module this driver cannot import (the actors check the config they build against this)."""
+        try:
+            engine = _resolve(self.engine)
+        except (ImportError, ValueError):
+            return {}
+        of = getattr(engine, 'output_settings_of', None)
+        return of(self.kwargs) if callable(of) else {}
+
     def build(self):
         """Construct the engine (loads the model)."""
         return _resolve(self.engine)(**self.kwargs)
@@ -171,10 +182,15 @@ class EngineSpec:
 
 
 class _ModelOnly:
-    """Stands in for an engine where only its model id is needed (the summariser's provenance), never called."""
+    """Stands in for an engine where only its model id and output settings are needed (the summariser's
+    provenance), never called."""
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, settings: Optional[Dict[str, Any]] = None):
         self.model = model
+        self.settings = settings or {}
+
+    def output_settings(self) -> Dict[str, Any]:
+        return dict(self.settings)
 
     def __getattr__(self, name):
         raise RuntimeError(f'the engine of {self.model!r} is only built inside the Ray actors')
@@ -215,7 +231,8 @@ class SummarizerSpec:
 
         Every actor checks that the summariser it builds reports the same config.
         """
-        return _resolve(self.summarizer)(_ModelOnly(self.engine.model), **self.kwargs).config()
+        return _resolve(self.summarizer)(_ModelOnly(self.engine.model, self.engine.output_settings()),
+                                         **self.kwargs).config()
 
 
 class _AsIs:

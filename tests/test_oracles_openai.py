@@ -1155,3 +1155,15 @@ def test_yes_no_completions_fall_back_to_plain_requests_without_the_ids():
     assert out.probability == pytest.approx(_p(-1.0, -0.1))
     assert (calls[0]['logprobs'], calls[0]['extra_body']['allowed_token_ids']) == (2, [10, 20])
     assert (calls[1]['logprobs'], calls[1]['extra_body']) == (7, None)
+
+
+def test_the_settings_that_change_what_is_asked_of_the_server_are_reported():
+    assert _engine(1).output_settings() == {}
+    assert _engine(1, max_concurrency=2, timeout=5, seed=4).output_settings() == {}  # how, not what, is asked
+    engine = _engine(1, context_length=4096, chat_template_kwargs={'enable_thinking': False},
+                     tokenizer=_Tokenizer({'yes': 3}))
+    assert engine.output_settings() == {'context_length': 4096, 'tokenizer': '_Tokenizer',  # not its address
+                                        'chat_template_kwargs': {'enable_thinking': False}}
+    assert 'sk-test-key-0123' not in json.dumps(engine.output_settings())
+    engine.tokenizer.name_or_path = 'org/tok'  # a Hugging Face tokenizer: by its name
+    assert engine.output_settings()['tokenizer'] == 'org/tok'

@@ -226,3 +226,41 @@ def test_a_run_record_that_names_no_summariser_is_refused_unless_overwrite(group
     groups.summarize(fresh, CORPUS, batch_size=2, overwrite=True)  # the record cannot be read: nothing to resume
     assert fresh.batches == [[0, 1], [2, 3]]
     assert groups.summary(0) == 'A 0: members d0 d1'
+
+
+def test_a_resume_under_other_engine_settings_sets_the_first_run_aside_instead_of_mixing(groups):
+    """Summaries cut to a 4,096-token context and summaries cut to 8,192 are two runs, not one."""
+    from pyterrier_garen import LLMSummarizer
+
+    from _stub_engine import StubEngine
+
+    class Sized(StubEngine):
+        def __init__(self, context, fail_after=None):
+            super().__init__()
+            self.context, self.fail_after, self.calls_made = context, fail_after, 0
+
+        @property
+        def context_length(self):
+            return self.context
+
+        def output_settings(self):
+            return {'max_model_len': self.context}
+
+        def generate(self, conversations, **kwargs):
+            if self.fail_after is not None and self.calls_made >= self.fail_after:
+                raise KeyboardInterrupt('killed')
+            self.calls_made += 1
+            return super().generate(conversations, **kwargs)
+
+    small = LLMSummarizer(Sized(4096, fail_after=1), batch_size=None)
+    assert small.config()['engine'] == {'max_model_len': 4096}
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(small, CORPUS, batch_size=2)
+    records, _ = groups.summary_store().shelf(small.config())
+    larger = LLMSummarizer(Sized(8192), batch_size=None)
+    with pytest.warns(UserWarning, match=rf"another summariser .*'engine': {{'max_model_len': 4096}}.*kept as "
+                                         rf'{records.name}'):
+        groups.summarize(larger, CORPUS, batch_size=2)
+    assert larger.engine.calls_made == 2  # every group under the larger context, none taken from the smaller
+    assert groups.meta['summaries']['summarizer']['engine'] == {'max_model_len': 8192}
+    assert records.is_file()  # the 4,096 run waits, whole

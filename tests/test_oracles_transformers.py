@@ -400,3 +400,13 @@ def test_the_scorer_refuses_answer_words_that_cannot_work(yes, no, problem):
     from pyterrier_garen import YesNoScorer
     with pytest.raises(ValueError, match=problem):
         YesNoScorer(object(), yes=yes, no=no)
+
+
+def test_the_settings_that_change_what_the_model_writes_are_reported(hub):
+    assert TransformersEngine('m', device='cpu').output_settings() == {}
+    assert TransformersEngine('m', device='cpu', batch_size=2).output_settings() == {}
+    engine = TransformersEngine('m', device='cpu', dtype=torch.bfloat16, context_length=512,
+                                chat_template_kwargs={'x': 1})
+    assert engine.output_settings() == {'dtype': 'torch.bfloat16', 'context_length': 512,
+                                        'chat_template_kwargs': {'x': 1}}
+    assert TransformersEngine('m', device='cpu', dtype='float32').output_settings() == {'dtype': 'float32'}

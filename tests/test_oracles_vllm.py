@@ -8,6 +8,7 @@ tiny models) runs in the engines tier.
 The tokenizer has one token per character (its id: the character's code) and one for each of the words ``yes``
 (3) and ``no`` (4); its chat template writes ``U:<content>`` per message and ``|A:`` for the generation prompt.
 """
+import json
 import math
 import sys
 import types
@@ -485,3 +486,33 @@ def test_a_vllm_gone_since_the_engine_was_built_is_named(vllm, monkeypatch, call
     monkeypatch.setitem(sys.modules, 'vllm', None)
     with pytest.raises(ImportError, match=r"^VLLMEngine needs the 'vllm' package"):
         call(engine)
+
+
+def test_the_settings_that_change_what_vllm_writes_are_reported_and_a_recipe_reports_the_same(vllm, tmp_path):
+    """A summary's config named the model and prompt but not the engine: a resume under another max_model_len cut
+    the rest of the prompts elsewhere and mixed the two in one summaries.jsonl, recorded as one run."""
+    import hashlib
+
+    from pyterrier_garen import EngineSpec, LLMSummarizer
+    assert VLLMEngine('m').output_settings() == {}
+    assert VLLMEngine('m', enforce_eager=True, gpu_memory_utilization=0.5, seed=3).output_settings() == {}  # no output
+    template = tmp_path / 'chat.jinja'
+    template.write_text('{{ messages }}')
+    digest = 'sha256:' + hashlib.sha256(b'{{ messages }}').hexdigest()[:16]
+    engine = VLLMEngine('m', max_model_len=4096, dtype='float16', chat_template=str(template),
+                        chat_template_kwargs={'enable_thinking': False}, hf_token='hf_secret_123', enforce_eager=True)
+    settings = {'max_model_len': 4096, 'dtype': 'float16', 'chat_template': digest,
+                'chat_template_kwargs': {'enable_thinking': False}}
+    assert engine.output_settings() == settings
+    assert VLLMEngine('m', chat_template='{{ messages }}').output_settings() == {'chat_template': digest}  # text alike
+    config = LLMSummarizer(engine, max_tokens=64).config()
+    assert config['engine'] == settings
+    assert 'hf_secret_123' not in json.dumps(config)
+    assert 'engine' not in LLMSummarizer(VLLMEngine('m'), max_tokens=64).config()  # as configs were before
+    # the recipe, without building an engine, reports what the engine built from it reports
+    spec = EngineSpec('vllm', model='m', max_model_len=4096, dtype='float16', chat_template=str(template),
+                      chat_template_kwargs={'enable_thinking': False}, enforce_eager=True)
+    assert spec.output_settings() == settings
+    built = len(vllm.made)
+    assert spec.summarizer(max_tokens=64).config() == config
+    assert len(vllm.made) == built  # no engine was built for it

@@ -2,12 +2,14 @@
 secrets, chat rendering, yes/no arithmetic and per-conversation failure handling."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import math
 import os
 import warnings
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence
+from pathlib import Path
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ._tokens import Conversation, estimate_count, estimate_truncate, render_chat, split_prefill
 
@@ -75,6 +77,29 @@ def redact(text: str, *secrets: str) -> str:
     ``base_url``), replaced by ``<hidden>``."""
     from .._redact import scrub
     return scrub(text, *secrets)
+
+
+def settings_value(value: Any) -> Any:
+    """An engine setting as a JSON value: a number, string, bool or None as it is; a mapping by its items; a chat
+    template (Jinja text, or the file holding it) by the SHA-256 of its text; anything else (a torch dtype, a loaded
+    tokenizer) by its name (its ``name_or_path``, its text, or for an object shown by its address its class)."""
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): settings_value(v) for k, v in value.items()}
+    if isinstance(value, str):
+        return value
+    text = str(getattr(value, 'name_or_path', None) or value)
+    return type(value).__name__ if ' at 0x' in text else text  # never an address: it differs in every process
+
+
+def template_digest(template: Any) -> Any:
+    """A chat template setting by the SHA-256 (first 16 hex digits) of its text, read from the file it names if it
+    names one."""
+    if not isinstance(template, str):
+        return settings_value(template)
+    text = Path(template).read_text(encoding='utf8') if os.path.isfile(template) else template
+    return 'sha256:' + hashlib.sha256(text.encode('utf8')).hexdigest()[:16]
 
 
 class AnswerTokenError(ValueError):
@@ -210,6 +235,24 @@ class Engine:
     inexact_yes_no: int = 0
     #: yes/no answers with no usable log-probability of either token: their P(yes) is 0.5, i.e. no information
     unscored_yes_no: int = 0
+
+    #: the constructor arguments that change what the engine writes for a prompt, besides the model (the context
+    #: prompts are cut to, the weights' precision, the chat template): :meth:`output_settings` reports those given
+    OUTPUT_ARGUMENTS: Tuple[str, ...] = ()
+
+    @classmethod
+    def output_settings_of(cls, arguments: Mapping[str, Any]) -> Dict[str, Any]:
+        """The settings among constructor ``arguments`` that change what this engine writes (its
+        :data:`OUTPUT_ARGUMENTS` given and not None), as JSON values: what :meth:`output_settings` of an engine built
+        with them reports (an :class:`~pyterrier_garen.EngineSpec` asks this without building it)."""
+        return {name: (template_digest if name == 'chat_template' else settings_value)(arguments[name])
+                for name in cls.OUTPUT_ARGUMENTS if arguments.get(name) is not None}
+
+    def output_settings(self) -> Dict[str, Any]:
+        """What besides the model changes what this engine writes for a prompt, as given to it (``{}``: the
+        model's and the engine's own defaults). A summariser records it with its config, so that summaries written
+        under other settings (another ``max_model_len`` cuts prompts elsewhere) are never taken for the same run."""
+        return {}
 
     def close(self) -> None:
         """Release the model (processes, memory); the engine cannot be used afterwards."""

@@ -143,6 +143,9 @@ class OpenAIEngine(Rebuildable, Engine):
     Raises:
         ImportError: the ``openai`` client is not installed (``pip install -e '.[openai]'`` in a clone).
     """
+    #: what besides the model changes what is asked of the server for a prompt (see :meth:`Engine.output_settings`)
+    OUTPUT_ARGUMENTS = ('context_length', 'tokenizer', 'chat_template_kwargs')
+
     _repr_attributes = {'context_length': '_context_length'}
 
     def __init__(self, base_url: Union[str, Sequence[str]], model: str, *, api_key: Optional[str] = None,
@@ -191,6 +194,10 @@ class OpenAIEngine(Rebuildable, Engine):
         self.unscored_yes_no = 0
         self._answer_ids: Dict[str, Optional[int]] = {}
         self._server_tokenizer = ServerTokenizer(self._post_root, self._map, model, chat_template_kwargs)
+
+    def output_settings(self) -> Dict[str, Any]:
+        return self.output_settings_of({'context_length': self._context_length, 'tokenizer': self.tokenizer,
+                                        'chat_template_kwargs': self.chat_template_kwargs})
 
     def _client(self, url: str):
         openai = importlib.import_module('openai')

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .._params import Rebuildable, check_optional_positive, check_positive
 from ._base import Conversation, Engine, Generation, _require, no_information, softmax_yes, usable_logprob
@@ -33,6 +33,9 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
     Raises:
         ImportError: ``torch`` or ``transformers`` is not installed (``pip install -e '.[cpu]'`` in a clone).
     """
+    #: what besides the model changes what it writes for a prompt (see :meth:`Engine.output_settings`)
+    OUTPUT_ARGUMENTS = ('dtype', 'context_length', 'chat_template_kwargs')
+
     _repr_attributes = {'context_length': '_context_length'}
 
     def __init__(self, model: str, *, device: Optional[str] = None, dtype: Any = None, batch_size: int = 8,
@@ -69,6 +72,10 @@ class TransformersEngine(Rebuildable, HFTokenizerMixin, Engine):
         if eos is None:
             eos = self.tokenizer.eos_token_id
         self._eos_ids = set(eos if isinstance(eos, (list, tuple)) else [eos]) - {None}
+
+    def output_settings(self) -> Dict[str, Any]:
+        return self.output_settings_of({'dtype': self.dtype, 'context_length': self._context_length,
+                                        'chat_template_kwargs': self.chat_template_kwargs})
 
     @property
     def context_length(self) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
 from .._redact import remember, secret_name
@@ -113,6 +113,10 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
         EngineStartError: vLLM's engine did not start (most often: the context's KV cache does not fit the memory).
     """
 
+    #: what besides the model changes what vLLM writes for a prompt (see :meth:`Engine.output_settings`)
+    OUTPUT_ARGUMENTS = ('max_model_len', 'dtype', 'quantization', 'revision', 'tokenizer', 'tokenizer_revision',
+                        'chat_template', 'chat_template_kwargs')
+
     def __init__(self, model: str, *, seed: int = 0, enable_prefix_caching: bool = True,
                  chat_template_kwargs: Optional[dict] = None, **engine_args):
         check_int('seed', seed)
@@ -152,6 +156,10 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
                              'model, or pass chat_template= (a Jinja template or its file) or tokenizer= (a folder '
                              'or model id whose tokenizer has one)'
                              ) from None
+
+    def output_settings(self) -> Dict[str, Any]:
+        plain = {k: v for k, v in self.engine_args.items() if not isinstance(v, Secret)}
+        return self.output_settings_of({**plain, 'chat_template_kwargs': self.chat_template_kwargs})
 
     @property
     def context_length(self) -> int:
