@@ -382,7 +382,10 @@ def build_parser() -> argparse.ArgumentParser:
                         '0.9)')
     p.add_argument('--tensor-parallel-size', type=_at_least(1, 'a number of GPUs >= 1'), default=None,
                    help='GPUs the in-process vLLM engine splits the model over (default: 1)')
-    p.add_argument('--overwrite', action='store_true', help='discard existing summaries and start again')
+    p.add_argument('--overwrite', action='store_true',
+                   help="replace existing summaries: another summariser's, or this one's from the start (the same "
+                        'command rerun after an interruption resumes; an unfinished run of another summariser is set '
+                        'aside, never discarded)')
     _add_ray_args(p)
     p.set_defaults(func=_cmd_summarize)
 
