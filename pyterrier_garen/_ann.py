@@ -105,6 +105,7 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
         ImportError: when ``faiss`` is not installed (``pip install -e ".[ann]" (in a clone of pyterrier-garen)``).
     """
     from ._atomic import ArtifactKindError, building, exclusive, recover, write_array, write_json
+    from ._checks import check_recorded_files
     from ._graphs import check_docnos, load_corpus_graph
     from ._params import check_choice, check_positive
     check_positive(k=k, neighbours=neighbours, ef_construction=ef_construction, ef_search=ef_search,
@@ -116,7 +117,10 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
     path = Path(index.index_path) / f'hnsw_n-{neighbours}_ef-{ef_construction}_{how}.k{k}.rescored.graph'
     with exclusive(path):  # a second run building the same graph waits, then reuses it
         recover(path)
-        if not (path / 'pt_meta.json').is_file():
+        reused = (path / 'pt_meta.json').is_file()
+        if reused:  # its recorded files, before anything reads them (a graph built here is not read back twice)
+            check_recorded_files(path, 'approximate dense k-NN graph')
+        else:
             try:
                 import faiss  # noqa: F401
             except ImportError as ex:
@@ -168,6 +172,6 @@ def hnsw_corpus_graph(index, *, k: int = 16, search: bool = True, neighbours: in
                 raise
             except FileExistsError:  # the same kind of artifact is there now: built by another process meanwhile
                 pass
-    graph = load_corpus_graph(path)
+    graph = load_corpus_graph(path, check_records=False)
     check_docnos(graph._docnos)
     return graph

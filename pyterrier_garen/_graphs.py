@@ -446,8 +446,12 @@ def _remove_file(path: Path) -> None:
         path.unlink()
 
 
-def load_corpus_graph(path: Union[str, Path]):
+def load_corpus_graph(path: Union[str, Path], *, check_records: bool = True):
     """Load any pyterrier-adaptive corpus graph from a folder.
+
+    Before it is read, the graph's files are checked against the sizes and SHA-256 its build recorded
+    (``garen_files.json``); ``check_records=False`` leaves that to a caller that has just checked them (with its own
+    words) or just built the graph.
 
     ``pyterrier_adaptive.CorpusGraph.load`` fails because it instantiates the abstract class
     (pyterrier_adaptive#7), so the concrete class is found through ``pt.Artifact.load``.
@@ -473,8 +477,9 @@ def load_corpus_graph(path: Union[str, Path]):
     if meta.get('format') in ('np_topk', 'numpy_kmax'):
         check_np_topk(path)  # sizes, neighbour ids and links, before pyterrier-adaptive trusts them
     # bytes damaged on disk at the same size pass every check above: the SHA-256 of each file the build recorded
-    check_recorded_files(path, 'corpus graph', fix='rebuild it with the build-graph command (or bm25_corpus_graph / '
-                                                   'dense_corpus_graph) into a new folder')
+    if check_records:
+        check_recorded_files(path, 'corpus graph', fix='rebuild it with the build-graph command (or '
+                                                       'bm25_corpus_graph / dense_corpus_graph) into a new folder')
     return pt.Artifact.load(str(path))
 
 
@@ -642,9 +647,9 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
                                     'another output folder')
         from ._checks import check_recorded_files
         check_recorded_files(path, 'BM25 corpus graph')
-        graph = load_corpus_graph(path)
+        graph = load_corpus_graph(path, check_records=False)  # checked just above, with prepare's fix
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
-            graph = load_corpus_graph(path)
+            graph = load_corpus_graph(path, check_records=False)
         check_docnos(graph._docnos)
         stored_k = getattr(graph, 'k', None) or (getattr(graph, 'meta', None) or {}).get('k')
         if stored_k is not None and int(stored_k) != k:
@@ -673,7 +678,7 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
         CorpusGraph.from_retriever(retriever, iter(docs), str(tmp), k=k, batch_size=batch_size)
         repair_docnos(tmp / 'docnos.npids')
         _record(tmp / 'pt_meta.json', bm25={'k1': float(k1), 'b': float(b)})  # what a later reuse checks
-    graph = load_corpus_graph(path)
+    graph = load_corpus_graph(path, check_records=False)  # just built and recorded
     check_docnos(graph._docnos)
     return graph
 

@@ -118,8 +118,8 @@ def test_the_graph_is_built_in_a_temporary_of_its_own_and_holds_its_docnos(tmp_p
     data = (folder / name / 'weights.f16.np').read_bytes()
     assert recorded['weights.f16.np'] == {'size': len(data), 'sha256': hashlib.sha256(data).hexdigest()}
     (folder / name / 'weights.f16.np').write_bytes(data[:-2] + bytes([data[-2] ^ 1, data[-1]]))
-    with pytest.raises(ArtifactError, match=r'\(corpus graph\) is damaged: weights.f16.np differs from what was '
-                                            r'built'):
+    with pytest.raises(ArtifactError, match=r'\(approximate dense k-NN graph\) is damaged: weights.f16.np differs '
+                                            r'from what was built .*: delete .* and rerun \(prepare rebuilds it'):
         hnsw_corpus_graph(index, k=4)
 
 

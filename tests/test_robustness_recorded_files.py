@@ -288,3 +288,21 @@ def test_a_graph_loaded_outside_prepare_is_checked_against_its_record(name, work
     assert err.count('\n') == 1
     assert 'is damaged' in err
     assert _snapshot(work) == before  # nothing was built, nothing changed
+
+
+@pytest.mark.parametrize('name', ARTIFACTS)
+def test_a_reuse_hashes_each_recorded_file_once(name, tiny, work, monkeypatch):
+    """load_corpus_graph's own check came on top of the BM25 graph's: every file of a reused graph was hashed twice."""
+    from pyterrier_garen import _atomic
+    folder, graph = ARTIFACTS[name]
+    hashed = []
+    original = _atomic.file_sha256
+
+    def counting(path):
+        hashed.append(str(path))
+        return original(path)
+    monkeypatch.setattr(_atomic, 'file_sha256', counting)
+    _prepare(tiny, work, graph)
+    mine = sorted(h for h in hashed if h.startswith(str(work / folder) + '/') and '/corpusgraph_k' not in
+                  h[len(str(work / folder)):])
+    assert mine == sorted(str(work / folder / f) for f in _recorded(work / folder))
