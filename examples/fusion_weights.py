@@ -28,6 +28,7 @@ import sys
 
 import pandas as pd
 
+import pyterrier_garen as garen
 from pyterrier_garen import analysis
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # the sibling script's helpers
@@ -90,9 +91,10 @@ def main(argv=None):
     parser.add_argument('--system', default='GAREN+', help='the system compared (default: GAREN+)')
     parser.add_argument('--baselines', nargs='+',
                         help='the baselines (default: GAR SlideGAR RGS, without --system)')
-    parser.add_argument('--own-fusion', nargs='*', default=['GAREN+'], metavar='SYSTEM',
+    parser.add_argument('--own-fusion', nargs='*', default=None, metavar='SYSTEM',
                         help='systems that run a fusion stage of their own in a sweep without the shared one (weight '
-                             '0): left out at weight 0, where only they are fused (default: GAREN+)')
+                             '0): left out at weight 0, where only they are fused (default: the systems declared so '
+                             'in the registry, GAREN+)')
     parser.add_argument('--margin-budgets', type=int, nargs='+', default=[100, 200])
     parser.add_argument('--rerankers', nargs='+', default=['sigma=0.25', 'sigma=0.5', 'sigma=1', 'MiniLM'],
                         help="rerankers compared ('sigma=S' or 'MiniLM'; one the CSVs lack is skipped)")
@@ -115,7 +117,8 @@ def main(argv=None):
     collections = sorted(next(iter(weighted.values())))
     print(f'collections: {", ".join(collections)}; fusion weights: {", ".join(f"{w:g}" for w in weights)}; '
           f'{args.system} against the best of {", ".join(args.baselines)}, each at its own best weight\n')
-    own = [n for n in args.own_fusion if 0 in tables and (tables[0].system == n).any()]
+    declared = args.own_fusion if args.own_fusion is not None else garen.system_names(own_fusion=True)
+    own = [n for n in declared if 0 in tables and (tables[0].system == n).any()]
     if own:
         print(f'weight 0 has no shared stage: {", ".join(own)} ran there with {"its" if len(own) == 1 else "their"} '
               'own fusion, the others with none, so it is left out at weight 0 (-)\n')

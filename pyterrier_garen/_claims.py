@@ -544,7 +544,7 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
                           measures: Sequence[str] = _MEASURES,
                           perqueries: Optional[Mapping[float, pd.DataFrame]] = None,
                           alpha: float = ALPHA,
-                          own_fusion: Sequence[str] = ('GAREN+',)) -> Tuple[pd.DataFrame, pd.DataFrame]:
+                          own_fusion: Optional[Sequence[str]] = None) -> Tuple[pd.DataFrame, pd.DataFrame]:
     """Every system at its own best weight of the shared fusion stage: :func:`baseline_margins` after tuning.
 
     ``tables`` maps a fusion weight (``strength_sweep.py --fusion W``) to the sweep rows run at that weight. For each
@@ -556,9 +556,10 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
     same queries they are judged on, for every system alike: an upper bound of what tuning the stage could give
     each one, not a setting to ship.
 
-    A sweep at weight 0 has no shared stage, and a system of ``own_fusion`` (GAREN+, whose ``GAREN_PLUS`` carries a
-    fusion it drops only when the shared stage is there) then ran with its own: help the others did not get. Its
-    weight-0 rows are left out (NaN in ``values``), so that it is never chosen at a weight where it alone is fused.
+    A sweep at weight 0 has no shared stage, and a system of ``own_fusion`` then ran with its own fusion: help the
+    others did not get. Its weight-0 rows are left out (NaN in ``values``), so that it is never chosen at a weight
+    where it alone is fused. ``own_fusion=None``: the registered systems declared ``own_fusion`` (GAREN+, whose
+    ``GAREN_PLUS`` carries a fusion it drops only when the shared stage is there).
 
     Returns:
         ``(values, margins)``. ``values``: ``budget, reranker, measure, system``, one column per weight (its mean
@@ -572,6 +573,9 @@ def fusion_weight_margins(tables: Mapping[float, pd.DataFrame], system: str = 'G
     """
     if not tables:
         raise ValueError('no fusion weights: give at least one {weight: sweep table}')
+    if own_fusion is None:
+        from ._registry import system_names
+        own_fusion = system_names(own_fusion=True)
     weights = sorted(tables)
     for w in weights:
         check_number('fusion weight', w, low=0, note='the --fusion W each table was run with')

@@ -131,6 +131,9 @@ class System:
             first window takes the whole budget (its window, GAREN's default ``w``), GAR's batch, 1 for RGS (it
             expands from its seeds at any larger budget); ``0`` for a system that never looks beyond the first
             stage (BM25, plain re-ranking), which the warning leaves out.
+        own_fusion: its factory carries a first-stage fusion of its own, which it drops when ``build_systems``
+            appends the shared stage (GAREN+): a run without the shared stage (weight 0) gives it help the other
+            systems lack, so ``fusion_weight_margins`` leaves it out there.
     """
     name: str
     factory: Callable[[Components], Any]
@@ -141,6 +144,7 @@ class System:
     reranks: bool = True
     head_inside: bool = False
     adapts_above: Optional[int] = None
+    own_fusion: bool = False
 
 
 @dataclass(frozen=True)
@@ -269,12 +273,13 @@ def engine(name: str) -> EngineName:
 
 
 def system_names(*, sweep: Optional[bool] = None, groups: Optional[bool] = None,
-                 reranks: Optional[bool] = None) -> List[str]:
-    """Registered system names in order, optionally only those with the given ``sweep``/``groups``/``reranks``
-    flags (e.g. ``reranks=True``: every system a reranker changes, the choices of a script that studies them)."""
+                 reranks: Optional[bool] = None, own_fusion: Optional[bool] = None) -> List[str]:
+    """Registered system names in order, optionally only those with the given ``sweep``/``groups``/``reranks``/
+    ``own_fusion`` flags (e.g. ``reranks=True``: every system a reranker changes, the choices of a script that
+    studies them)."""
     return [name for name, spec in _SYSTEMS.items()
             if (sweep is None or spec.sweep == sweep) and (groups is None or spec.groups == groups)
-            and (reranks is None or spec.reranks == reranks)]
+            and (reranks is None or spec.reranks == reranks) and (own_fusion is None or spec.own_fusion == own_fusion)]
 
 
 def navigator_names() -> List[str]:
@@ -353,7 +358,7 @@ register_system(System('GAREN-doc', lambda c: c.first_stage >> _public('DocGAREN
 NO_OWN_FUSION = {'fusion': 0.0, 'tail_fusion': None, 'observed_fusion': 0.0}
 
 register_system(System('GAREN+', lambda c: _garen(c, **{**GAREN_PLUS, **(NO_OWN_FUSION if c.shared_fusion else {})}),
-                       groups=True, head_inside=True,
+                       groups=True, head_inside=True, own_fusion=True,
                        text="GAREN with the frozen options beyond the paper (GAREN_PLUS)"))
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ from scipy (and, for one collection, scipy's own one-sample t-test as an indepen
 import math
 
 import pandas as pd
+
+import pyterrier_garen as garen
 import pytest
 from scipy import stats
 
@@ -432,7 +434,8 @@ def test_a_system_with_its_own_fusion_is_not_chosen_at_weight_0():
     # a system not named in own_fusion is taken at weight 0 like any other
     fused = analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'], own_fusion=[])[1]
     assert fused[fused.measure == 'nDCG@10'].iloc[0].weight == 0.
-    assert analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'])[1].equals(fused)  # GAREN+ by default, not S
+    assert analysis.fusion_weight_margins(tables, 'S', ['B1', 'B2'])[1].equals(fused)  # the registry's, not S
+    assert garen.system_names(own_fusion=True) == ['GAREN+']  # declared in the registry, beside its factory
 
 
 def test_fusion_weights_command(tmp_path, capsys):
