@@ -80,9 +80,9 @@ def redact(text: str, *secrets: str) -> str:
 
 
 def settings_value(value: Any) -> Any:
-    """An engine setting as a JSON value: a number, string, bool or None as it is; a mapping by its items; a chat
-    template (Jinja text, or the file holding it) by the SHA-256 of its text; anything else (a torch dtype, a loaded
-    tokenizer) by its name (its ``name_or_path``, its text, or for an object shown by its address its class)."""
+    """An engine setting as a JSON value: a number, string, bool or None as it is; a mapping by its items; anything
+    else (a torch dtype, a loaded tokenizer) by its name (its ``name_or_path``, its text, or for an object shown by
+    its address its class). A chat template goes through :func:`template_digest` instead."""
     if isinstance(value, (bool, int, float)) or value is None:
         return value
     if isinstance(value, Mapping):
@@ -93,13 +93,16 @@ def settings_value(value: Any) -> Any:
     return type(value).__name__ if ' at 0x' in text else text  # never an address: it differs in every process
 
 
+def template_text(template: str) -> str:
+    """A chat template given as Jinja text or as the file holding it: its text."""
+    return Path(template).read_text(encoding='utf8') if os.path.isfile(template) else template
+
+
 def template_digest(template: Any) -> Any:
-    """A chat template setting by the SHA-256 (first 16 hex digits) of its text, read from the file it names if it
-    names one."""
+    """A chat template setting by the SHA-256 (first 16 hex digits) of its text (:func:`template_text`)."""
     if not isinstance(template, str):
         return settings_value(template)
-    text = Path(template).read_text(encoding='utf8') if os.path.isfile(template) else template
-    return 'sha256:' + hashlib.sha256(text.encode('utf8')).hexdigest()[:16]
+    return 'sha256:' + hashlib.sha256(template_text(template).encode('utf8')).hexdigest()[:16]
 
 
 class AnswerTokenError(ValueError):

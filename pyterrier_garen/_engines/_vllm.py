@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
 from .._params import Rebuildable, check_int
 from .._redact import remember, secret_name
 from ._base import (AccessRefused, Conversation, Engine, Generation, Secret, _require, no_information, softmax_yes,
-                    usable_logprob)
+                    template_text, usable_logprob)
 from ._tokens import HFTokenizerMixin, render_chat
 
 __all__ = ['VLLMEngine']
@@ -144,8 +143,7 @@ class VLLMEngine(Rebuildable, HFTokenizerMixin, Engine):
                                    'gpu_memory_utilization=') from ex
         self.tokenizer = self.llm.get_tokenizer()
         template = plain.get('chat_template')  # vLLM uses it only in LLM.chat: the prompts here are rendered with it
-        self._chat_template = (Path(template).read_text(encoding='utf8') if os.path.isfile(template) else template) \
-            if isinstance(template, str) else None
+        self._chat_template = template_text(template) if isinstance(template, str) else None
         try:  # every component sends chat conversations: a tokenizer without a chat template fails every request
             render_chat(self.tokenizer, [{'role': 'user', 'content': 'ping'}], self._template_kwargs())
         except Exception as ex:  # noqa: BLE001 - whatever the template raises, the engine cannot be used
