@@ -370,21 +370,23 @@ class SummaryStore:
         return records
 
     def _unshelve(self, config: Dict[str, Any], started: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-        """Bring back ``config``'s run set aside earlier (its records first, its run record last); returns the run
-        record of ``config``'s unfinished run (``started`` when it is already in place), or None."""
+        """Bring back ``config``'s run set aside earlier; returns the run record of ``config``'s unfinished run
+        (``started`` when it is already in place), or None.
+
+        The run record comes back first, its records last (as setting aside moves them the other way round): a kill
+        in between leaves a run record in place whose records are still set aside, which the next run of either
+        summariser finds, never records without a run record, which a fresh run would remove.
+        """
         records, record = self.shelf(config)
         partial = self.path / PARTIAL
-        moved = records.is_file() and not partial.exists()
-        if moved:  # also the records alone, when a kill came between the two renames of setting them aside
-            os.replace(records, partial)
-        if started is not None:
-            return started
-        if record.is_file():
+        if started is None and record.is_file():
             os.replace(record, self.path / PARTIAL_META)
-            return self._started(False)
-        if moved:
-            started = {'summarizer': config, 'started': time.time(), 'overwrite': False}
-            write_json(self.path / PARTIAL_META, started)
+            started = self._started(False)
+        elif started is None and records.is_file() and not partial.exists():  # the records alone (their run
+            started = {'summarizer': config, 'started': time.time(), 'overwrite': False}  # record lost): a run
+            write_json(self.path / PARTIAL_META, started)  # record of their own first
+        if started is not None and records.is_file() and not partial.exists():
+            os.replace(records, partial)
         return started
 
     def missing(self) -> List[int]:

@@ -2,8 +2,10 @@
 what navigation reads; on a hand-built artifact of 8 documents in 4 groups (no collection needed)."""
 import hashlib
 import json
+import os
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -264,3 +266,38 @@ def test_a_resume_under_other_engine_settings_sets_the_first_run_aside_instead_o
     assert larger.engine.calls_made == 2  # every group under the larger context, none taken from the smaller
     assert groups.meta['summaries']['summarizer']['engine'] == {'max_model_len': 8192}
     assert records.is_file()  # the 4,096 run waits, whole
+
+
+def test_a_kill_while_a_run_is_taken_back_loses_none_of_its_records(groups, monkeypatch):
+    """Taking a run back moved its records first: killed before its run record followed, the records lay there
+    without one, and the next run of another summariser, starting afresh, removed them."""
+    from pyterrier_garen import _summaries
+    with pytest.raises(KeyboardInterrupt):
+        groups.summarize(Scripted('A', fail_after=1), CORPUS, batch_size=2)
+    with pytest.warns(UserWarning, match='kept as'):
+        with pytest.raises(KeyboardInterrupt):
+            groups.summarize(Scripted('B', fail_after=0), CORPUS, batch_size=2)  # A set aside, B started
+    records, record = groups.summary_store().shelf(Scripted('A').config())
+    kept = records.read_bytes()
+    real = os.replace
+    taken_back = []
+
+    def killed_between_a_s_two_renames(source, target):
+        if Path(source) in (records, record):
+            if taken_back:
+                raise KeyboardInterrupt('killed between the two renames')
+            taken_back.append(source)
+        real(source, target)
+    monkeypatch.setattr(_summaries.os, 'replace', killed_between_a_s_two_renames)
+    with pytest.warns(UserWarning, match='kept as'):  # B is set aside, then A taken back: killed half way
+        with pytest.raises(KeyboardInterrupt):
+            groups.summarize(Scripted('A'), CORPUS, batch_size=2)
+    monkeypatch.setattr(_summaries.os, 'replace', real)
+    assert len(taken_back) == 1
+    # another summariser now: A's records, wherever the kill left them, are set aside again, not removed
+    with pytest.warns(UserWarning, match=r"another summariser \({'model': 'A'"):
+        groups.summarize(Scripted('C'), CORPUS, batch_size=2)
+    assert records.read_bytes() == kept
+    resumed = Scripted('A')
+    groups.summarize(resumed, CORPUS, batch_size=2, overwrite=True)
+    assert resumed.batches == [[2, 3]]
