@@ -54,6 +54,22 @@ def test_yes_no_scores_are_exact_probabilities(vllm_random, cran_first_stage, cr
     check_accounting(scorer, recording, vllm_random.tokenizer)
 
 
+def test_the_scorer_s_answer_words_reach_vllm(vllm_random, cran_first_stage, cranfield):
+    """yes= and no= on the real engine: swapped, every score is one minus the default's; a word the tokenizer splits
+    stops the run (an AnswerTokenError, not a score of 0 per row)."""
+    from pyterrier_garen import AnswerTokenError
+    rows = cranfield.text_loader('text')(cran_first_stage.groupby('qid').head(3))
+    default = YesNoScorer(vllm_random)(rows)['score'].to_numpy()
+    swapped = YesNoScorer(vllm_random, yes='no', no='yes')(rows)['score'].to_numpy()
+    assert swapped == pytest.approx(1 - default, abs=1e-6)
+    split = 'yesnoyesnoyes'
+    assert len(vllm_random.tokenizer.encode(split, add_special_tokens=False)) > 1
+    recording = Recording(vllm_random)
+    with pytest.raises(AnswerTokenError, match=f"^'{split}' is \\d+ tokens for "):
+        YesNoScorer(recording, yes=split)(rows)
+    assert recording.log == []
+
+
 def test_scripted_listwise_answer_reorders_and_parses(vllm_scripted, cran_first_stage, cranfield):
     rows = cranfield.text_loader('text')(cran_first_stage.groupby('qid').head(3))
     reranker = ListwiseReranker(vllm_scripted, window=3, stride=1)
