@@ -161,10 +161,11 @@ class RGS(WindowSearch):
     A ranked queue ``Q`` of size ``L`` is seeded by re-ranking the first ``seed_size`` first-stage documents. While
     ``Q`` holds an unexpanded document and budget remains: take the best unexpanded document, collect its unseen
     neighbours (graph order, cut to the remaining budget), append them to ``Q``, re-rank ``Q`` bottom-up with windows
-    of ``window`` and stride ``stride`` (stopping at the first window without a new document, or after the window at the
-    top), and truncate ``Q`` to ``L``. Budget = distinct documents ever sent to the reranker; documents are re-ranked
-    several times, so reranker calls exceed ``budget / window``. All queries' windows of the same step share one
-    reranker call.
+    of ``window`` ending ``stride`` apart (the reference code's windows, :func:`~pyterrier_garen._driver.queue_windows`:
+    the top one can be shorter, and a full one at the top is followed by one over its head; the pass stops at the
+    first window without a new document), and truncate ``Q`` to ``L``. Budget = distinct documents ever sent to the
+    reranker; documents are re-ranked several times, so reranker calls exceed ``budget / window``. All queries'
+    windows of the same step share one reranker call.
 
     Required input columns: ``['qid', 'query', 'docno']`` plus ``rank`` or ``score``
 
@@ -232,7 +233,7 @@ class RGS(WindowSearch):
         while new:
             t += 1
             queue += new
-            yield from slide(queue, self.window, self.stride, is_new=lambda d: d not in seen, state=state)
+            yield from slide(queue, self.window, self.stride, is_new=lambda d: d not in seen, state=state, queue=True)
             seen.update((d, t) for d in new)
             dropped[:0] = queue[self.L:]
             del queue[self.L:]

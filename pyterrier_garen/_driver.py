@@ -23,10 +23,9 @@ import pyterrier as pt
 from ._frames import first_stage, neighbour_lookup, ranking_frame
 from ._params import Rebuildable, check_graph, check_model, check_positive
 
-__all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts', 'slide',
-           'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order', 'is_listwise', 'order_tail',
-           'check_final_order', 'warn_listwise_scores',
-           'check_window']
+__all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts',
+           'queue_windows', 'slide', 'QueryState', 'WindowSearch', 'Ranked', 'FINAL_ORDERS', 'resolve_final_order',
+           'is_listwise', 'order_tail', 'check_final_order', 'warn_listwise_scores', 'check_window']
 
 RERANK = 'rerank'
 NAVIGATE = 'navigate'
@@ -259,16 +258,38 @@ def window_starts(num_docs: int, window: int, stride: int) -> List[int]:
     return list(range(num_docs - window, 0, -stride)) + [0]
 
 
-def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None,
-          state: Optional['QueryState'] = None) -> Search:
-    """Re-rank ``ranking`` in place with the windows of :func:`window_starts`, from the bottom up.
+def queue_windows(num_docs: int, window: int, stride: int) -> List[Tuple[int, int]]:
+    """The windows ``[start, end)`` with which RGS re-ranks its queue, bottom window first (its reference code's pass).
 
-    The pass ends with the window that starts at position 0, so the best documents bubble to the top. With
-    ``is_new``, it also ends at the first window without a new document (RGS). With ``state``, every window's
-    verdicts are recorded there (:meth:`QueryState.rerank`).
+    The windows end at ``num_docs``, ``num_docs - stride``, ... while above 0, each ``window`` long or cut at the top
+    of the list, so the pass ends with the top ``end`` documents for the last ``end`` in ``(0, stride]`` (over 36
+    documents with window 20 and stride 10: ``[16, 36)``, ``[6, 26)``, ``[0, 16)``, ``[0, 6)``). Unlike
+    :func:`window_starts`, the top window can be shorter than ``window``, and after a full window at the top another,
+    shorter one re-ranks its head again. A last window of one document, which orders nothing, is left out unless
+    every window holds one document (``window == 1``).
     """
-    for start in window_starts(len(ranking), window, stride):
-        end = min(start + window, len(ranking))
+    spans = []
+    for end in range(num_docs, 0, -stride):
+        start = max(0, end - window)
+        if end - start > 1 or window == 1 or not spans:
+            spans.append((start, end))
+    return spans
+
+
+def slide(ranking: List[str], window: int, stride: int, *, is_new: Optional[Callable[[str], bool]] = None,
+          state: Optional['QueryState'] = None, queue: bool = False) -> Search:
+    """Re-rank ``ranking`` in place, window after window from the bottom up.
+
+    The windows are those of :func:`window_starts` (RankGPT's pass, which ends with the window that starts at
+    position 0, so the best documents bubble to the top), or with ``queue`` those of :func:`queue_windows` (RGS's).
+    With ``is_new``, the pass also ends at the first window without a new document (RGS). With ``state``, every
+    window's verdicts are recorded there (:meth:`QueryState.rerank`).
+    """
+    if queue:
+        spans = queue_windows(len(ranking), window, stride)
+    else:
+        spans = [(start, min(start + window, len(ranking))) for start in window_starts(len(ranking), window, stride)]
+    for start, end in spans:
         if is_new is not None and not any(map(is_new, ranking[start:end])):
             break
         if state is not None:
