@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import warnings
 from typing import List, Optional
 
 import numpy as np
@@ -11,7 +12,7 @@ import pyterrier_adaptive
 
 from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores
 from ._frames import check_one_query_per_qid, check_present, numeric_order
-from ._params import Rebuildable, check_graph, check_int, check_model
+from ._params import Rebuildable, check_bool, check_graph, check_int, check_model
 
 __all__ = ['GAR']
 
@@ -37,6 +38,10 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
     (then the backfill, which the original would score ``-inf``, all equal, so that an evaluation ordered them by
     docno), scores go on below the lowest finite score, one apart.
 
+    The first stage is read as every search here reads its own: docnos as text (``pyterrier_adaptive`` takes an
+    integer for an internal id), ties of score in ``rank`` order whatever the order of the rows, a NaN score last,
+    and one row per docno of a query (the best-placed one, with a warning).
+
     Required input columns: ``qid, query, docno, score``. Output columns: ``qid, query, docno, rank, score,
     iteration``.
 
@@ -55,6 +60,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         check_int('num_results', num_results, low=1, note='documents scored per query, the budget')
         check_int('batch_size', batch_size, low=1, none_ok=True, note="documents per scorer call; None: the scorer's")
         check_model('GAR', 'scorer', scorer)
+        check_bool(backfill=backfill, enabled=enabled, verbose=verbose)
         if corpus_graph is not None:  # None: named when it is run
             check_graph(corpus_graph, 'GAR')
         # the parent stores every argument under its own name (batch_size=None: the scorer's, else 16)
@@ -75,12 +81,34 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         check_graph(self.corpus_graph, 'GAR')
         check_present(inp, ('qid', 'docno', 'query'), self, 'input rows')
         check_one_query_per_qid(inp, self)
-        inp = numeric_order(inp, self, 'score')  # GAR orders its first stage by score
+        inp = _first_stage(inp, self)
         warn_budget_covers_collection(self.num_results, self.corpus_graph, context='GAR')
         run = copy.copy(self)
         run.scorer = _UsableScores(self.scorer)
         out = pyterrier_adaptive.GAR.transform(run, inp)
         return _finite_scores(out)
+
+
+def _first_stage(inp: pd.DataFrame, context: GAR) -> pd.DataFrame:
+    """GAR's first stage read as every search here reads its own: docnos as text (``pyterrier_adaptive`` takes an
+    integer for an internal id, so an integer docno would expand another document's neighbours), rows by descending
+    score with ties by ``rank`` (else the input order; the original breaks them by the order of its input rows), a
+    NaN score last, and one row per docno of a query (its best-placed one, with a warning; the original kept the
+    last row's score at the first row's place)."""
+    inp = numeric_order(inp, context, 'score')
+    score = inp['score'].to_numpy(dtype=float)
+    columns = {'docno': inp['docno'].astype(str), 'score': np.where(np.isnan(score), -np.inf, score)}
+    by, ascending = ['score'], [False]
+    if 'rank' in inp.columns:
+        columns['rank'] = numeric_order(inp, context, 'rank')['rank']
+        by, ascending = ['score', 'rank'], [False, True]
+    inp = inp.assign(**columns).sort_values(by, ascending=ascending, kind='stable')
+    duplicated = inp.duplicated(['qid', 'docno']).to_numpy()
+    if duplicated.any():
+        warnings.warn(f'{context!r}: dropped {int(duplicated.sum())} duplicate docnos (kept the best-placed row of '
+                      'each per query)', stacklevel=3)
+        inp = inp[~duplicated]
+    return inp
 
 
 class _UsableScores(pt.Transformer):

@@ -136,6 +136,14 @@ class GroupCorpusGraph(CorpusGraph):
     def __repr__(self):
         return f'GroupCorpusGraph({str(self.path)!r})'
 
+    def __getstate__(self) -> Dict[str, Any]:
+        """Pickled as its folder and settings: what it opened or memoised (every cached property: the memory maps,
+        the docno look-up, the memos) is left out and reopens on first use, so a search over the groups pickles and
+        deep-copies after a run as before it."""
+        opened = {name for klass in type(self).__mro__ for name, attr in vars(klass).items()
+                  if isinstance(attr, cached_property)}
+        return {name: value for name, value in self.__dict__.items() if name not in opened}
+
     # -- arrays (memory-mapped, validated on first use) ---------------------------------------------------------
     def _map(self, name: str, dtype, shape=None) -> np.ndarray:
         # a plain ndarray view of the memory map: same pages, without np.memmap's slow per-item __getitem__

@@ -186,3 +186,58 @@ def test_gar_warns_that_a_listwise_scorer_does_not_compare_across_batches(recwar
     recwarn.clear()
     GAR(pt.apply.score(lambda row: 1.0), graph, num_results=10)  # a pointwise scorer: nothing to say
     assert not [w for w in recwarn if 'listwise' in str(w.message)]
+
+
+class _AdaptiveIds:
+    """A graph with pyterrier-adaptive's convention: an integer names a document by internal id (its place in
+    ``docnos``), a string by docno. GAR given integer docnos must read them as the docnos they print as."""
+
+    docnos = ['10', '11', '12', '0', '1', '2']
+    links = {'10': ['0', '1'], '11': ['2'], '12': ['1']}
+
+    def __len__(self):
+        return len(self.docnos)
+
+    def neighbours(self, docno):
+        if isinstance(docno, str):
+            return list(self.links.get(docno, []))
+        return [self.docnos.index(n) for n in self.links.get(self.docnos[docno], [])]
+
+
+def test_integer_docnos_are_read_as_their_text():
+    scores = {'10': 5, '11': 4, '12': 3, '0': 6, '1': 1, '2': 2}
+    text = first_stage(['10', '11', '12'])
+    as_text = GAR(DictScorer(scores), _AdaptiveIds(), num_results=5, batch_size=2)(text)
+    as_int = GAR(DictScorer(scores), _AdaptiveIds(), num_results=5, batch_size=2)(text.assign(docno=[10, 11, 12]))
+    # batch 1: 10, 11 (first stage); frontier of 10 and 11: 0, 1, 2 -> batch 2: 0, 1; batch 3: 12 (budget 5).
+    # Read as internal ids, 10 and 11 name no document here (pyterrier-adaptive's graphs raise or return others).
+    assert as_text.docno.tolist() == ['0', '10', '11', '12', '1']
+    pd.testing.assert_frame_equal(as_int, as_text)
+
+
+def test_tied_first_stage_scores_follow_the_rank_not_the_row_order():
+    inp = first_stage(['a', 'b', 'c']).assign(score=1.0)  # ranks 0, 1, 2; equal scores
+    gar = GAR(DictScorer(SCORES), GRAPH, num_results=2, batch_size=2, enabled=False)
+    # budget 2: the first two by rank, a and b (row order reversed would give c and b)
+    assert sorted(gar(inp).docno) == ['a', 'b']
+    assert sorted(gar(inp.iloc[::-1]).docno) == ['a', 'b']
+
+
+def test_a_duplicate_docno_keeps_its_best_placed_row_with_a_warning():
+    inp = pd.concat([first_stage(['a', 'b', 'c']), first_stage(['a']).assign(score=-5.0, rank=9)])
+    gar = GAR(DictScorer(SCORES), GRAPH, num_results=1, batch_size=1, enabled=False)
+    # budget 1: the best first-stage document is a (score 3); its repeat at score -5 must not move it last
+    with pytest.warns(UserWarning, match='dropped 1 duplicate docnos'):
+        assert gar(inp).docno.tolist() == ['a']
+
+
+def test_a_nan_first_stage_score_is_taken_last():
+    inp = first_stage(['a', 'b', 'c']).assign(score=[float('nan'), 2.0, 1.0])
+    gar = GAR(DictScorer(SCORES), GRAPH, num_results=2, batch_size=2, enabled=False)
+    assert sorted(gar(inp).docno) == ['b', 'c']
+
+
+@pytest.mark.parametrize('option', ['backfill', 'enabled', 'verbose'])
+def test_a_boolean_option_given_text_is_refused(option):
+    with pytest.raises(ValueError, match=f'{option} must be True or False'):
+        GAR(DictScorer(SCORES), GRAPH, **{option: 'no'})

@@ -597,3 +597,21 @@ def test_from_corpus_graph_takes_a_users_graph_without_meta(tmp_path):
     built = GroupCorpusGraph.from_corpus_graph(Mine(), tmp_path / 'g')
     assert built.meta['source_graph'] == {'path': str(folder), 'meta': None, 'class': 'Mine'}
     assert built.neighbours('c').tolist() == ['d', 'a']
+
+
+def test_a_search_over_the_groups_pickles_and_deep_copies_after_a_run(five):
+    import copy
+    import pickle
+
+    from _toy_graph import DictScorer, first_stage
+
+    from pyterrier_garen import GAREN, VoteNavigator
+    search = GAREN(DictScorer({'a': 3, 'b': 2, 'c': 1}), five, VoteNavigator(), window=2, keep=1, budget=4)
+    before = search(first_stage(['a', 'c']))
+    five.summary_record(0)  # every memo and map opened: look-ups, members, summaries
+    for clone in (pickle.loads(pickle.dumps(search)), copy.deepcopy(search)):
+        # the copy holds the folder and settings only, reopens what it needs, and ranks as the original
+        assert not {'edges_data', '_docnos', '_docno_index', '_id_cache'} & set(vars(clone.groups))
+        assert clone(first_stage(['a', 'c'])).equals(before)
+    assert five.neighbours('c').tolist() == ['d', 'a']  # the original keeps its open maps
+    assert '_docno_index' in vars(five)
