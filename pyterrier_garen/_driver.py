@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._frames import first_stage, neighbour_lookup, ranking_frame
+from ._frames import first_stage, keep_query_columns, neighbour_lookup, ranking_frame
 from ._params import Rebuildable, check_graph, check_model, check_positive
 
 __all__ = ['RERANK', 'NAVIGATE', 'EVENT', 'run_batched', 'rerank_handler', 'score_handler', 'window_starts',
@@ -546,9 +546,11 @@ class WindowSearch(Rebuildable, pt.Transformer):
     :meth:`_search`, the per-query search over a :class:`QueryState` (or the subclass ``state_class`` names).
     ``graph_param`` names the argument holding the graph whose ``neighbours`` the search follows (``None``: it
     follows none). ``columns`` names the integer columns :meth:`_columns` adds to the output (``iteration`` by
-    default).
+    default). The output also keeps the input's query columns (``query_0`` and the others PyTerrier counts as a
+    query's; :func:`~pyterrier_garen._frames.keep_query_columns`), not its document columns.
 
-    After :meth:`transform`, ``last_stats`` holds per-query accounting (``qid, docs_reranked, groups_scored,
+    After each call of :meth:`transform`, ``last_stats`` holds per-query accounting of that call's queries (under
+    ``pt.Experiment(batch_size=...)``, the last batch's) (``qid, docs_reranked, groups_scored,
     reranker_calls, navigator_calls, iterations``) and, with ``trace=True``, ``last_trace`` one dict per query and
     iteration (``qid`` plus what the search observed).
     """
@@ -630,5 +632,6 @@ class WindowSearch(Rebuildable, pt.Transformer):
               recorder.calls.get(key, {}).get(NAVIGATE, 0), max(s.observed.values(), default=0))
              for key, s in states.items()], columns=STATS_COLUMNS)
         self.last_trace = [{'qid': key[0], **step} for key in states for step in recorder.steps.get(key, [])]
-        return ranking_frame([(*key, rankings[key], self._columns(states[key], rankings[key])) for key in states],
-                             self.columns)
+        out = ranking_frame([(*key, rankings[key], self._columns(states[key], rankings[key])) for key in states],
+                            self.columns)
+        return keep_query_columns(out, inp)

@@ -11,17 +11,27 @@ import pyterrier as pt
 
 __all__ = ['RESULT_COLUMNS', 'first_stage', 'ranking_frame', 'neighbour_lookup', 'clean_queries',
            'check_present', 'check_one_query_per_qid', 'ranked_groups', 'renumber', 'numeric_order',
-           'check_distinct_qids']
+           'check_distinct_qids', 'query_columns', 'keep_query_columns', 'check_ordered']
 
 RESULT_COLUMNS = ['qid', 'query', 'docno', 'score', 'rank']
 
 
-def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> List[Tuple[Any, str, List[str]]]:
-    """``[(qid, query, R_0)]`` with ``R_0`` the docnos by ``rank`` (else descending ``score``, else input order).
+def check_ordered(inp: pd.DataFrame, context: Any) -> None:
+    """``ValueError`` naming ``context`` unless the frame has a ``rank`` or a ``score`` column to order it by."""
+    if not {'rank', 'score'} & set(inp.columns):
+        raise ValueError(f'{context!r}: the input needs a rank or score column to order its documents; got '
+                         f'{list(inp.columns)}. Give it one (e.g. frame.assign(rank=frame.groupby("qid").cumcount()) '
+                         'when each query\'s rows are in rank order)')
 
-    Duplicate docnos of a query keep their first occurrence in that order, with a warning.
+
+def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> List[Tuple[Any, str, List[str]]]:
+    """``[(qid, query, R_0)]`` with ``R_0`` the docnos by ``rank`` (else descending ``score``).
+
+    Duplicate docnos of a query keep their first occurrence in that order, with a warning. A frame with neither
+    column is refused (:func:`check_ordered`), as every stage here refuses it: its row order may be no ranking.
     """
     pt.validate.result_frame(inp, extra_columns=['query'], context=context)
+    check_ordered(inp, context)
     check_present(inp, ('qid', 'docno', 'query'), context, 'first-stage rows')
     inp = numeric_order(inp, context)
     # One pass of NumPy over row positions instead of sorting, deduplicating and grouping the frame itself: with
@@ -29,12 +39,8 @@ def first_stage(inp: pd.DataFrame, context: Optional[pt.Transformer] = None) -> 
     # columns, about 40 ms for 93 queries x 1000 rows against 10 here. The order is the same: rows by ``rank``
     # (else descending ``score``, ties in input order, pandas' stable sort of that one column), queries in order
     # of first appearance in that order, the first occurrence of each docno kept.
-    by = [c for c in ('rank', 'score') if c in inp.columns][:1]
-    if by:
-        positions = inp[by[0]].reset_index(drop=True).sort_values(ascending='rank' in by, kind='stable')
-        positions = positions.index.to_numpy()
-    else:
-        positions = np.arange(len(inp))
+    by = 'rank' if 'rank' in inp.columns else 'score'
+    positions = inp[by].reset_index(drop=True).sort_values(ascending=by == 'rank', kind='stable').index.to_numpy()
     codes, qids = pd.factorize(inp['qid'], sort=False)
     check_distinct_qids(qids, context)
     if len(inp):
@@ -176,6 +182,27 @@ def ranking_frame(rankings: List[Tuple[Any, str, List[str], Dict[str, Sequence]]
     return frame
 
 
+def query_columns(columns: Sequence[str], taken: Sequence[str] = ()) -> List[str]:
+    """The query columns among ``columns`` that a search passes on, besides ``qid`` and ``query``: PyTerrier's
+    (``pt.model.query_columns``: ``query_0`` and every other name starting with ``q``, stashed results), less the
+    names in ``taken`` (the search's own output columns)."""
+    names = pt.model.query_columns(pd.DataFrame(columns=list(columns)), qid=False)
+    return [c for c in names if c != 'query' and c not in taken]
+
+
+def keep_query_columns(out: pd.DataFrame, inp: pd.DataFrame) -> pd.DataFrame:
+    """``out`` with the query columns of ``inp`` (:func:`query_columns`), each query's values from its first row.
+
+    A query column has one value per query, so every document of a search's ranking, found through the graph or
+    not, carries it, as after any PyTerrier re-ranker (``pt.rewrite.reset()`` needs ``query_0``).
+    """
+    names = query_columns(inp.columns, taken=out.columns)
+    if not names:
+        return out
+    firsts = inp.drop_duplicates('qid')
+    return out.assign(**{c: out['qid'].map(dict(zip(firsts['qid'], firsts[c]))) for c in names})
+
+
 def neighbour_lookup(graph: Any) -> Callable[[str], List[str]]:
     """Cached ``N_k(d)`` of a graph with ``neighbours(docno)``: docnos as ``str``, without ``d``, ``[]`` if unknown."""
     cache: Dict[str, List[str]] = {}
@@ -192,15 +219,13 @@ def neighbour_lookup(graph: Any) -> Callable[[str], List[str]]:
 
 
 def ranked_groups(inp: pd.DataFrame, context: object) -> Tuple[List[Tuple[object, pd.DataFrame]], int]:
-    """Every query's rows of a result frame in its order (``rank`` ascending, else ``score`` descending, else row
-    order; ties in row order), one row per docno (its best-placed one): ``([(qid, rows)], duplicates dropped)``.
+    """Every query's rows of a result frame in its order (``rank`` ascending, else ``score`` descending; ties in
+    row order), one row per docno (its best-placed one): ``([(qid, rows)], duplicates dropped)``.
 
     Raises ``ValueError`` naming ``context`` when the frame has neither a ``rank`` nor a ``score`` column, when a
     row has no qid, docno or (where the column is there) query, or when one qid carries two query texts.
     """
-    if not {'rank', 'score'} & set(inp.columns):
-        raise ValueError(f'{context!r}: the input needs a rank or score column to order its documents; got '
-                         f'{list(inp.columns)}')
+    check_ordered(inp, context)
     check_present(inp, [c for c in ('qid', 'docno', 'query') if c in inp.columns], context, 'input rows')
     if 'query' in inp.columns:
         check_one_query_per_qid(inp, context)

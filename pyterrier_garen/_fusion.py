@@ -134,7 +134,11 @@ class FirstStageFusion(Rebuildable, pt.Transformer):
     def _first(self, inp: pd.DataFrame) -> Dict[str, List[str]]:
         if isinstance(self.first_stage, pd.DataFrame):
             return _ranked(self.first_stage, self)
-        queries = inp[[c for c in ('qid', 'query') if c in inp.columns]].drop_duplicates('qid')
+        if 'query' not in inp.columns:
+            raise ValueError(f'{self!r}: the input has no query column, which the first stage needs to rank each '
+                             "query again; keep the query column in the ranking, or give the first stage's results "
+                             'as a frame (FirstStageFusion(run_frame, ...))')
+        queries = inp[['qid', 'query']].drop_duplicates('qid')
         return _ranked(self.first_stage(queries), self)
 
     def _first_seen(self, group: pd.DataFrame, docnos: List[str], rank0: Dict[str, int]) -> np.ndarray:

@@ -11,7 +11,7 @@ import pyterrier as pt
 import pyterrier_adaptive
 
 from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores
-from ._frames import check_one_query_per_qid, check_present, numeric_order
+from ._frames import check_one_query_per_qid, check_present, keep_query_columns, numeric_order, query_columns
 from ._params import Rebuildable, check_bool, check_graph, check_int, check_model
 
 __all__ = ['GAR']
@@ -71,13 +71,13 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
 
     def transform_outputs(self, inp_columns: List[str]) -> List[str]:
         pt.validate.result_frame(inp_columns, extra_columns=['query', 'score'], context=self)
-        return list(OUTPUT_COLUMNS)
+        return list(OUTPUT_COLUMNS) + query_columns(inp_columns, taken=OUTPUT_COLUMNS)
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         pt.validate.result_frame(inp, extra_columns=['query', 'score'], context=self)
         if len(inp) == 0:
-            return pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno') else float)
-                                 for c in OUTPUT_COLUMNS})
+            return keep_query_columns(pd.DataFrame({c: pd.Series(dtype=object if c in ('qid', 'query', 'docno')
+                                                                  else float) for c in OUTPUT_COLUMNS}), inp)
         check_graph(self.corpus_graph, 'GAR')
         check_present(inp, ('qid', 'docno', 'query'), self, 'input rows')
         check_one_query_per_qid(inp, self)
@@ -86,7 +86,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         run = copy.copy(self)
         run.scorer = _UsableScores(self.scorer)
         out = pyterrier_adaptive.GAR.transform(run, inp)
-        return _finite_scores(out)
+        return keep_query_columns(_finite_scores(out), inp)
 
 
 def _first_stage(inp: pd.DataFrame, context: GAR) -> pd.DataFrame:

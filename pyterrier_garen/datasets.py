@@ -11,8 +11,9 @@ import unicodedata
 import warnings
 from functools import cached_property
 from pathlib import Path
-from typing import Dict, Iterator, List, Literal, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
+import numpy as np
 import pandas as pd
 import pyterrier as pt
 
@@ -432,6 +433,22 @@ def _probe_download(dataset, spec: str) -> None:
     raise failure
 
 
+def _check_excluded_args(qrels: Any, excluded_label: Any, context: str) -> None:
+    """Refuse qrels that are no frame of ``qid, docno, label`` and a label that is no number (``'x'`` or ``None``
+    matched no label, so nothing was removed and nothing said so)."""
+    if not isinstance(qrels, pd.DataFrame):
+        raise ValueError(f'{context}: qrels must be a qrels frame (qid, docno, label), as dataset.get_qrels() gives '
+                         f'it; got {type(qrels).__name__}')
+    missing = [c for c in ('qid', 'docno', 'label') if c not in qrels.columns]
+    if missing:
+        raise ValueError(f'{context}: the qrels lack the column(s) {missing}; they need qid, docno and label '
+                         f'(got {list(qrels.columns)}), as dataset.get_qrels() gives them')
+    if isinstance(excluded_label, (bool, np.bool_)) or not isinstance(excluded_label, (int, float, np.number)) \
+            or not np.isfinite(excluded_label):
+        raise ValueError(f'{context}: excluded_label must be the number that marks an excluded document (BRIGHT: '
+                         f'-100); got {excluded_label!r}')
+
+
 def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: int = -100) -> pd.DataFrame:
     """Remove, per query, the documents that the qrels mark as excluded (BRIGHT) from a run, then re-rank.
 
@@ -447,10 +464,7 @@ def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: i
     Returns:
         The run without excluded (qid, docno) pairs, ranks recomputed from the scores.
     """
-    missing = [c for c in ('qid', 'docno', 'label') if c not in qrels.columns]
-    if missing:
-        raise ValueError(f'remove_excluded: the qrels lack the column(s) {missing}; they need qid, docno and label '
-                         f'(got {list(qrels.columns)}), as dataset.get_qrels() gives them')
+    _check_excluded_args(qrels, excluded_label, 'remove_excluded')
     labels = pd.to_numeric(qrels['label'], errors='coerce')  # labels read as text ('-100') are the numbers they hold
     excluded = qrels.loc[labels == excluded_label, ['qid', 'docno']]
     if len(excluded) == 0 or len(run) == 0:
@@ -475,6 +489,7 @@ class RemoveExcluded(Rebuildable, pt.Transformer):
     """
 
     def __init__(self, qrels: pd.DataFrame, *, excluded_label: int = -100):
+        _check_excluded_args(qrels, excluded_label, 'RemoveExcluded')
         self.qrels = qrels
         self.excluded_label = excluded_label
 

@@ -129,3 +129,32 @@ def test_a_simulated_navigator_given_document_rows_names_them(four):
                                'navigator scores group ids, as GAREN sends them')
     scored = navigator(pd.DataFrame({'qid': ['q1', 'q1'], 'query': ['x', 'x'], 'docno': ['0', '1']}))
     assert scored.score.tolist()[:2] == [1.0, 0.0]  # noise 0: group 0 holds the relevant a, group 1 nothing
+
+
+def test_fusion_with_a_transformer_first_stage_names_a_missing_query_column():
+    import pyterrier as pt
+
+    asked = []
+    bm25 = pt.apply.generic(lambda queries: asked.append(queries) or first_stage(['a', 'b']))
+    run = first_stage(['b', 'a']).drop(columns=['query'])
+    with pytest.raises(ValueError, match=r"FirstStageFusion.*has no query column, which the first stage needs"):
+        FirstStageFusion(bm25, 1.0)(run)
+    assert asked == []  # refused before the first stage was asked anything without its queries
+    # a frame needs no query column; at weight 2, a (first-stage rank 1) passes b: 1/62 + 2/61 > 1/61 + 2/62
+    assert FirstStageFusion(first_stage(['a', 'b']), 2.0)(run).docno.tolist() == ['a', 'b']
+
+
+@pytest.mark.parametrize(('qrels', 'label', 'match'), [
+    (None, -100, 'qrels must be a qrels frame'),
+    (pd.DataFrame({'qid': ['1'], 'docno': ['a']}), -100, r"lack the column\(s\) \['label'\]"),
+    ('qrels', 'x', 'excluded_label must be the number'),
+    ('qrels', None, 'excluded_label must be the number'),
+    ('qrels', True, 'excluded_label must be the number'),
+])
+def test_remove_excluded_refuses_what_would_remove_nothing_or_fail_later(qrels, label, match):
+    if isinstance(qrels, str):
+        qrels = pd.DataFrame({'qid': ['1'], 'docno': ['a'], 'label': [-100]})
+    with pytest.raises(ValueError, match=match):
+        garen.RemoveExcluded(qrels, excluded_label=label)
+    with pytest.raises(ValueError, match=match):
+        garen.remove_excluded(first_stage(['a', 'b'], qid='1'), qrels, excluded_label=label)
