@@ -215,6 +215,8 @@ def _cmd_compare(args) -> None:
     import warnings
 
     from ._compare import compare, format_comparison
+    from ._errors import check_outputs
+    check_outputs({'--out': args.out, '--json': args.json})  # before the run: a bad path must not lose its table
     with warnings.catch_warnings():
         if args.strict:
             warnings.simplefilter('error', UserWarning)
@@ -230,7 +232,9 @@ def _cmd_compare(args) -> None:
     if not args.dataset:
         print('NOTE: synthetic data; run with --dataset for real numbers.')
     if args.out:
-        table[['name', 'nDCG@10', 'R@100']].to_csv(args.out, index=False)
+        from ._atomic import atomic_write
+        # a fresh temporary renamed over the path: a link there is replaced, never followed into a user's file
+        atomic_write(args.out, table[['name', 'nDCG@10', 'R@100']].to_csv(index=False))
         print(f'wrote {args.out}')
     if args.json:
         from ._compare import save_comparison
@@ -428,7 +432,21 @@ def main(argv: Optional[List[str]] = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
     parser.set_defaults(argv=argv)  # the command line as typed (recorded by compare --json)
-    run_command(parser, argv)  # user errors: one line 'error: ...', exit status 2
+    run_command(parser, argv, _run)  # user errors: one line 'error: ...', exit status 2
+
+
+#: options that name a file or folder (or a collection): an empty value is refused, not read as the current folder
+PATH_OPTIONS = ('dataset', 'workdir', 'out', 'json', 'groups', 'vectors', 'graph')
+
+
+def _run(args: argparse.Namespace) -> None:
+    """Run the chosen command, after refusing an empty path option: ``--workdir "$UNSET"`` would otherwise put the
+    artifacts among the files of the current folder (``Path('')`` is ``.``)."""
+    empty = [name for name in PATH_OPTIONS if getattr(args, name, None) == '']
+    if empty:
+        raise UsageError(f'--{empty[0]} is empty (an unset shell variable?); give a path, or leave the option out '
+                         'for its default')
+    args.func(args)
 
 
 if __name__ == '__main__':

@@ -83,7 +83,19 @@ def user_message(ex: BaseException) -> Optional[str]:
 
 
 def _one_line_usage_error(self: argparse.ArgumentParser, message: str) -> None:
-    """``ArgumentParser.error`` as one ``error:`` line naming ``--help`` (exit status 2), without the usage block."""
+    """``ArgumentParser.error`` as one ``error:`` line naming ``--help`` (exit status 2), without the usage block.
+
+    An option the parser does not know is echoed back, so the value of one named like a credential (``--api-key
+    sk-...``) is hidden first; keys are read from the environment (``$OPENAI_API_KEY``), never from an option.
+    """
+    from ._redact import hide_option_values
+    prefix = 'unrecognized arguments: '
+    if message.startswith(prefix):
+        words = message[len(prefix):].split(' ')
+        shown = hide_option_values(words)
+        message = prefix + ' '.join(shown)
+        if shown != words:
+            message += '; a key is read from the environment ($OPENAI_API_KEY), never from an option'
     self.exit(2, f'error: {one_line(message)} (see {self.prog} --help)\n')
 
 
@@ -153,7 +165,10 @@ def check_outputs(outputs: Dict[str, Optional[str]], inputs: Iterable[str] = ())
             raise UsageError(f'{flag} {path} is also an input of this command ({read[real]}) and would be written '
                              'over; choose another output path')
         seen[real] = flag
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        folder = Path(path).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):  # read-only: found now, not after the run
+            raise UsageError(f'{flag} {path}: its folder {folder} cannot be written to; choose another path')
 
 
 def end_progress_bars() -> None:

@@ -254,11 +254,13 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     from ._graphs import bm25_corpus_graph, bm25_index, dense_corpus_graph, encode_corpus
     from ._group_graph import GroupCorpusGraph
     from ._summaries import ExtractiveSummarizer
-    from ._params import check_choice, check_positive
+    from ._params import check_choice, check_int, check_positive
     from ._encoding import resolve_precision
     check_choice('graph', graph, ('dense', 'bm25'))
     resolve_precision(precision)  # a bad value fails before anything is built
     check_positive(max_group_size=max_group_size, **({} if k is None else {'k': k}))
+    check_int('max_group_size', max_group_size, low=2)  # as the group builder checks it, before anything is built
+    check_int('seed', seed)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)
     fingerprint, earlier = corpus_fingerprint(dataset), _earlier_fingerprint(dataset)

@@ -33,6 +33,27 @@ def secret_name(name: str) -> bool:
     return not SECRET_WORDS.isdisjoint(name.lower().replace('-', '_').split('_'))
 
 
+def hide_option_values(words: Iterable[str]) -> List[str]:
+    """Command-line words with the value of every option named like a credential (:func:`secret_name`:
+    ``--api-key sk-...``, ``--hf-token=...``) replaced by ``<hidden>``, as a usage error may echo them back."""
+    shown: List[str] = []
+    hide_next = False
+    for word in words:
+        if hide_next and not word.startswith('-'):
+            shown.append(HIDDEN)
+            hide_next = False
+            continue
+        hide_next = False
+        name, equals, _ = word.partition('=')
+        if word.startswith('-') and secret_name(name.lstrip('-')):
+            if equals:
+                word = f'{name}={HIDDEN}'
+            else:
+                hide_next = True
+        shown.append(word)
+    return shown
+
+
 def _parts(url: str) -> Tuple[str, List[str], List[Tuple[str, str]]]:
     """``(shown URL, secrets, query parameters)`` of ``url``."""
     split = urllib.parse.urlsplit(url)

@@ -538,3 +538,65 @@ def test_main_reads_the_command_line_when_given_no_arguments(monkeypatch, fake_c
 def test_a_count_out_of_range_is_refused_by_its_flag_before_anything_opens(argv, said, capsys):
     # `show --limit -1` used to show no group at all; `compare --queries 0` named the API's num_queries
     assert _fails(argv, capsys) == f'error: {said}\n'
+
+
+# -- session 40: an outside audit of the command line ----------------------------------------------------------------
+def test_compare_checks_its_outputs_before_the_run(fake_compare, capsys, tmp_path):
+    folder = tmp_path / 'a folder'
+    folder.mkdir()
+    same = tmp_path / 'same.csv'
+    for argv, message in (
+            (['--out', str(folder)], f'--out {folder} is a folder'),
+            (['--out', str(same), '--json', str(same)], f'--out and --json both name {same}'),
+    ):
+        err = _fails(['compare', '--quiet', *argv], capsys)
+        assert message in err
+    assert fake_compare.calls == []  # refused before the experiment, not after it
+    cli.main(['compare', '--quiet', '--out', str(tmp_path / 'new' / 'dir' / 't.csv')])  # missing folders are made
+    assert (tmp_path / 'new' / 'dir' / 't.csv').is_file()
+
+
+def test_compare_out_replaces_a_link_and_never_writes_through_it(fake_compare, capsys, tmp_path):
+    mine = tmp_path / 'mine.txt'
+    mine.write_text('the user\'s own file\n')
+    link = tmp_path / 'link.csv'
+    link.symlink_to(mine)
+    cli.main(['compare', '--quiet', '--out', str(link)])
+    assert mine.read_text() == 'the user\'s own file\n'
+    assert not link.is_symlink()
+    assert pd.read_csv(link).name.tolist() == ['BM25', 'GAREN']
+
+
+@pytest.mark.parametrize('argv', [
+    ['compare', '--workdir', ''], ['compare', '--dataset', ''], ['compare', '--out', ''],
+    ['prepare', '--dataset', 'd', '--workdir', ''], ['build-groups', '--graph', '', '--out', 'o'],
+])
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(argv, fake_compare, capsys):
+    empty = argv[argv.index('') - 1]
+    err = _fails(argv, capsys)
+    assert err.startswith(f'error: {empty} is empty (an unset shell variable?)')
+    assert fake_compare.calls == []
+
+
+@pytest.mark.parametrize('argv', [
+    ['--api-key', 'sk-SECRET123'], ['--api-key=sk-SECRET123'], ['--hf-token', 'sk-SECRET123', '--x'],
+])
+def test_an_unknown_credential_option_is_not_echoed(argv, capsys):
+    err = _fails(['summarize', '--groups', 'g', '--dataset', 'd', *argv], capsys)
+    assert 'SECRET123' not in err
+    assert 'unrecognized arguments: ' in err
+    assert '<hidden>' in err
+    assert '$OPENAI_API_KEY' in err
+
+
+def test_an_unknown_option_without_a_credential_is_echoed_as_typed(capsys):
+    err = _fails(['compare', '--budgt', '5'], capsys)
+    assert 'unrecognized arguments: --budgt 5 ' in err
+    assert 'OPENAI' not in err
+
+
+def test_prepare_checks_the_group_size_before_building_anything(tmp_path, capsys, datasets_by_name):
+    # the collection stands in (a tuple): anything built from it would fail, so only a check before it passes
+    err = _fails(['prepare', '--dataset', 'd', '--workdir', str(tmp_path / 'w'), '--max-group-size', '1'], capsys)
+    assert 'max_group_size must be an integer >= 2' in err
+    assert not (tmp_path / 'w').exists()

@@ -9,6 +9,7 @@ reports, and the server-side tokenizer. Values are worked out by hand. The engin
 """
 import json
 import math
+import re
 import threading
 import time
 import types
@@ -1167,3 +1168,28 @@ def test_the_settings_that_change_what_is_asked_of_the_server_are_reported():
     assert 'sk-test-key-0123' not in json.dumps(engine.output_settings())
     engine.tokenizer.name_or_path = 'org/tok'  # a Hugging Face tokenizer: by its name
     assert engine.output_settings()['tokenizer'] == 'org/tok'
+
+
+@pytest.mark.parametrize(('url', 'reason'), [
+    ('notaurl', 'it has no http:// or https:// scheme (got none)'),
+    ('ftp://host/v1', 'it has no http:// or https:// scheme (got ftp://)'),
+    ('http:///v1', 'it names no host'),
+    ('http://user:sk-SECRET123@host:abc/v1', 'its port is not a number'),
+    ('http://host:sk-SECRET123/v1', 'its port is not a number'),
+    ('http://[::1/v1', 'it cannot be read as a URL'),
+])
+def test_a_malformed_base_url_is_refused_naming_the_option_without_quoting_it(url, reason):
+    # before: 'notaurl' was retried as a server that is down, a port of 'abc' was a traceback through httpx
+    with pytest.raises(ValueError) as info:
+        OpenAIEngine(url, 'm')
+    assert str(info.value) == (f'base_url (--base-url) is not the URL of an OpenAI-compatible server: {reason}; give '
+                               'one such as "http://localhost:8000/v1"')
+    assert 'SECRET' not in str(info.value)
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        OpenAIEngine(['http://localhost:8000/v1', url], 'm')  # each server of a list is checked
+
+
+@pytest.mark.parametrize('url', ['http://localhost:8000/v1', 'HTTPS://h/v1', 'http://u:pw@10.0.0.1:9/v1?api-key=x',
+                                 'http://[::1]:8000/v1'])
+def test_a_well_formed_base_url_is_taken(url):
+    assert OpenAIEngine(url, 'm').model == 'm'

@@ -9,6 +9,7 @@ import math
 import re
 import threading
 import time
+import urllib.parse
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -80,6 +81,28 @@ def _positive_int(value: Any) -> Optional[int]:
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return None
     return int(value) if value >= 1 else None
+
+
+def _check_url(url: Any) -> None:
+    """``ValueError`` naming ``base_url`` unless ``url`` is an ``http(s)://`` URL with a host (and a port that is a
+    number). The URL itself is not shown: it may hold a credential, and a malformed one cannot be redacted reliably.
+    Without this, ``'notaurl'`` was retried as a server that is down, and a port of ``'abc'`` a traceback."""
+    if not isinstance(url, str):
+        return  # a SecretURL (made from a checked string) or a custom object the client is given as it is
+    try:
+        split = urllib.parse.urlsplit(url.strip())
+        split.port  # noqa: B018 - raises ValueError for a port that is no number
+    except ValueError as ex:  # the parser's own words can quote the URL's text: said here without it
+        reason = 'its port is not a number' if 'port' in str(ex).lower() else 'it cannot be read as a URL'
+    else:
+        if split.scheme.lower() not in ('http', 'https'):
+            reason = f'it has no http:// or https:// scheme (got {split.scheme + "://" if split.scheme else "none"})'
+        elif not split.hostname:
+            reason = 'it names no host'
+        else:
+            return
+    raise ValueError(f'base_url (--base-url) is not the URL of an OpenAI-compatible server: {reason}; give one such as '
+                     '"http://localhost:8000/v1"')
 
 
 class OpenAIEngine(Rebuildable, Engine):
@@ -163,6 +186,8 @@ class OpenAIEngine(Rebuildable, Engine):
         check_int('max_retries', max_retries, low=0)
         check_int('seed', seed)
         check_optional_positive(context_length=context_length)
+        for url in urls:
+            _check_url(url)
         watch_logs()  # the HTTP libraries log every request's URL: scrub credentials from their records
         urls = [protect_url(url) for url in urls]  # a credential inside a URL is never shown
         self.base_url = urls[0] if isinstance(base_url, str) else urls
