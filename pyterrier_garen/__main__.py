@@ -99,6 +99,11 @@ def _cmd_build_graph(args) -> None:
         raise UsageError('build-graph --kind dense needs --vectors FOLDER (a FlexIndex, see the encode command)')
     if args.kind == 'bm25' and not args.out:
         raise UsageError('build-graph --kind bm25 needs --out FOLDER (where the graph is written)')
+    if args.kind == 'dense' and args.out:  # it was ignored: the dense graph is stored inside its vectors' folder
+        raise UsageError('build-graph --kind dense writes the graph inside --vectors (as corpusgraph_k<k>); leave '
+                         '--out out, or pass --kind bm25')
+    if args.kind == 'bm25' and args.vectors:
+        raise UsageError('build-graph --kind bm25 reads no vectors; leave --vectors out, or pass --kind dense')
     dataset = _dataset(args.dataset)
     if args.kind == 'dense':
         graph = dense_corpus_graph(encode_corpus(dataset, args.vectors, verbose=True), k=args.k)

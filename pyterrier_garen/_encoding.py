@@ -114,8 +114,27 @@ def load_encoder(spec: str = DEFAULT, *, batch_size: int = 32):
                 return pyterrier_dr.SBertBiEncoder(rest, batch_size=batch_size)
             return pyterrier_dr.HgfBiEncoder.from_pretrained(rest, batch_size=batch_size)
     if _names_factory(spec):
-        return _factory_of(spec)()
+        return _made_encoder(spec, _factory_of(spec))
     raise ValueError(_UNKNOWN.format(spec=spec))
+
+
+def _made_encoder(spec: str, factory: Callable[[], Any]) -> Any:
+    """What a ``package.module:factory`` spec's factory returns, checked: the factory takes no argument, and what it
+    returns encodes documents (``encode_docs``, as pyterrier-dr's encoders do).
+    Otherwise ``ValueError`` naming the spec (``os.path:join`` was a ``TypeError`` traceback, and ``os:getcwd``'s
+    folder name was taken for an encoder spec of its own)."""
+    try:
+        encoder = factory()
+    except TypeError as ex:
+        if not callable(factory):
+            raise ValueError(f'encoder {spec!r} names a {type(factory).__name__}, not a factory; give a '
+                             'package.module:factory that returns an encoder (e.g. pyterrier_dr:TasB)') from None
+        raise ValueError(f'encoder {spec!r} could not be called without arguments ({ex}); give a '
+                         'package.module:factory that returns an encoder (e.g. pyterrier_dr:TasB)') from None
+    if not callable(getattr(encoder, 'encode_docs', None)):
+        raise ValueError(f'encoder {spec!r} returned a {type(encoder).__name__}, which has no encode_docs; give a '
+                         'factory that returns a pyterrier-dr encoder (e.g. pyterrier_dr:TasB)')
+    return encoder
 
 
 _UNKNOWN = ('unknown encoder {spec!r}: use minilm (the packaged MiniLM), sbert:MODEL (a sentence-transformers model '

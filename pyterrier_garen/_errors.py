@@ -70,7 +70,8 @@ def user_message(ex: BaseException) -> Optional[str]:
                errno.ENOENT: 'check the path',
                errno.ENOTDIR: 'a path component is a file, not a folder; check the path',
                errno.EISDIR: 'pass a file, not a folder',
-               errno.EEXIST: 'choose another path or remove it'}.get(ex.errno, 'check the path')
+               errno.EEXIST: 'something is already there (a file where a folder is needed?); choose another '
+                             'path, or move it away'}.get(ex.errno, 'check the path')
         return one_line(f'{ex.strerror.lower()}{where}; {fix}')
     if isinstance(getattr(ex, 'exit_status', None), int):  # a run that failed, said by the code that knows why
         return one_line(str(ex) or type(ex).__name__)

@@ -487,7 +487,8 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
     """The exact cosine k-NN graph of the vectors in a FlexIndex (``np_topk`` format, built once, then reused).
 
     Uses ``pyterrier_dr.FlexIndex.corpus_graph`` and checks that its docno lookup round-trips. ``verbose`` shows
-    its progress bar while the graph is built.
+    its progress bar while the graph is built. A ``k`` below that of a graph already built in the folder is cut from
+    it and stored as ``corpusgraph_k<k>`` (:func:`_cut_graph`), so every k asked for has its folder.
     """
     import shutil
 
@@ -519,17 +520,55 @@ def dense_corpus_graph(index, *, k: int = 16, verbose: bool = False):
         for built in Path(index.index_path).glob('corpusgraph_k*/pt_meta.json'):  # pyterrier_dr may reuse any
             check_np_topk(built.parent)
         if larger is not None:  # pyterrier_dr would load it through an abstract class, and fail (pyterrier_dr 0.x)
-            graph = pt.Artifact.load(str(larger)).to_limit_k(k)  # cut to k in memory: nothing is written
-            check_docnos(graph._docnos)  # an np_topk graph cut to k: the same docno table
-            return graph
-        with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
-            # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
-            warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
-            graph = index.corpus_graph(k, batch_size=batch)
-        if not reused:  # built in place by pyterrier_dr (pt_meta.json last): its files recorded once it is complete
-            record_files(half_built)
+            graph = _cut_graph(larger, half_built, k)
+        else:
+            with warnings.catch_warnings(), _tqdm_defaults(desc=f'k-NN graph (k={k})', disable=not verbose):
+                # pyterrier_dr hands the memory-mapped (read-only) vectors to torch, which only reads them
+                warnings.filterwarnings('ignore', message='The given NumPy array is not writable')
+                graph = index.corpus_graph(k, batch_size=batch)
+            if not reused:  # built in place by pyterrier_dr (pt_meta.json last): its files recorded once complete
+                record_files(half_built)
     check_docnos(graph._docnos)
     return graph
+
+
+#: Rows of a larger dense graph copied at once while it is cut to a smaller k (bounds the memory of a cut).
+_CUT_ROWS = 1 << 18
+
+
+def _cut_graph(larger: Path, path: Path, k: int):
+    """The graph of ``k`` neighbours at ``path``, written from the first ``k`` neighbours (and weights) of each
+    document in the built, checked graph ``larger`` of the same vectors, and loaded from there.
+
+    Cutting reads the larger graph once instead of comparing every pair of vectors again. The result is a graph of
+    its own, written as every artifact is (:func:`~pyterrier_garen._atomic.building`: a temporary folder, its files
+    recorded in ``garen_files.json``, then renamed into place), so ``corpusgraph_k<k>`` exists afterwards as the
+    README promises and a later reader checks it like a built one. It holds a copy of the vectors' docno lookup
+    (pyterrier_dr links to it, but a link out of a temporary folder is never published) and records ``cut_from``.
+    On a folder this user cannot write to, the cut stays in memory (as it was before it was stored), with a warning.
+    """
+    import errno
+    import shutil
+
+    from ._atomic import ResourceError, building, open_no_follow, read_meta, write_json
+    meta = read_meta(larger)  # its pt_meta.json was checked strictly (check_np_topk) before this is called
+    count, wide = int(meta['doc_count']), int(meta['k'])
+    try:
+        with building(path, ('corpus_graph', 'np_topk'), record=True) as tmp:
+            for name, dtype in (('edges.u32.np', np.uint32), ('weights.f16.np', np.float16)):
+                rows = np.memmap(larger / name, mode='r', dtype=dtype, shape=(count, wide))
+                with open_no_follow(tmp / name, 'wb') as out:
+                    for start in range(0, count, _CUT_ROWS):
+                        out.write(np.ascontiguousarray(rows[start:start + _CUT_ROWS, :k]).tobytes())
+                del rows
+            shutil.copyfile(larger / 'docnos.npids', tmp / 'docnos.npids')  # follows pyterrier_dr's link
+            write_json(tmp / 'pt_meta.json', {**meta, 'k': k, 'cut_from': larger.name})
+    except ResourceError as ex:
+        if ex.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+            raise
+        warnings.warn(f'{ex}; the graph of k={k} is {larger} cut to k={k} in memory, not stored', stacklevel=3)
+        return pt.Artifact.load(str(larger)).to_limit_k(k)
+    return load_corpus_graph(path, check_records=False)  # just written and recorded (its layout is checked)
 
 
 def _larger_graph(folder: Path, k: int) -> Optional[Path]:
@@ -620,7 +659,8 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
         dataset: the collection (``get_corpus_iter()``).
         path: output folder of the graph (must not exist).
         index: a built ``pyterrier_pisa.PisaIndex``; built next to ``path`` when not given.
-        k: neighbours per document.
+        k: neighbours per document; above the collection's other documents, it is cut to them with a warning (as
+            for the dense graph), and the graph records the k it holds.
     """
     from ._params import check_positive
     check_positive(k=k, batch_size=batch_size)
@@ -628,6 +668,19 @@ def bm25_corpus_graph(dataset, path: Union[str, Path], *, index=None, k: int = 1
     from ._atomic import exclusive
     with exclusive(path):  # a second run building the same graph waits, then reuses it
         return _bm25_corpus_graph(dataset, path, index=index, k=k, k1=k1, b=b, batch_size=batch_size)
+
+
+def _bm25_k(k: int, count: int) -> int:
+    """``k``, or at most every other of ``count`` documents, with a warning (as the dense graph cuts it).
+
+    ``from_retriever`` pads each document's list up to ``k`` with the document itself, so a ``k`` beyond the
+    collection wrote ``count * k`` padded edges (180 MB of them for k=100000 on 300 documents) under the ``k`` asked.
+    """
+    if k <= count - 1:
+        return k
+    warnings.warn(f'k={k} neighbours asked for, but each of the {count} documents has only {count - 1} others: '
+                  f'the graph lists at most all of them, those BM25 retrieves (k={count - 1})', stacklevel=4)
+    return count - 1
 
 
 def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: float, batch_size: int):
@@ -651,8 +704,12 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
         if not (path / 'docnos.npids').is_symlink() and repair_docnos(path / 'docnos.npids'):
             graph = load_corpus_graph(path, check_records=False)
         check_docnos(graph._docnos)
+        _check_reused(graph._docnos, dataset, path, 'BM25 graph')  # first: k is then cut to this collection
+        k = _bm25_k(k, len(graph._docnos))
         stored_k = getattr(graph, 'k', None) or (getattr(graph, 'meta', None) or {}).get('k')
-        if stored_k is not None and int(stored_k) != k:
+        # a graph built before k was cut to the collection holds k above its documents' others (self-padded): the
+        # same neighbours as the graph of every other document
+        if stored_k is not None and min(int(stored_k), len(graph._docnos) - 1) != k:
             raise FileExistsError(f'{path} already holds a BM25 graph with k={stored_k}, not k={k}; choose another '
                                   'output folder (or remove that one)')
         recorded = (meta or {}).get('bm25')  # graphs built before this was recorded carry none: not checkable
@@ -660,18 +717,18 @@ def _bm25_corpus_graph(dataset, path: Path, *, index, k: int, k1: float, b: floa
             raise FileExistsError(f'{path} already holds a BM25 graph built with k1={recorded.get("k1")}, '
                                   f'b={recorded.get("b")}, not k1={k1}, b={b}; choose another output folder (or '
                                   'pass the same parameters)')
-        _check_reused(graph._docnos, dataset, path, 'BM25 graph')
         return graph
     check_target(path, ('corpus_graph', 'np_topk'), overwrite=False)  # a folder of the user's: before any indexing
-    if index is None:
-        index = bm25_index(dataset, str(path) + '.pisa')
-    retriever = index.bm25(k1=k1, b=b, num_results=k + 1)
     docs: List[dict] = sorted(_nonempty((_with_title(d) for d in dataset.get_corpus_iter(verbose=False)), dataset),
                               key=lambda d: d['docno'])
     # PISA tokenises the query text itself; documents with no indexable term simply get no neighbours
     # (from_retriever then links them to themselves, which group building and GAREN ignore).
-    if not docs:
-        raise ValueError(f'{dataset!r} has no documents; a corpus graph needs at least two')
+    if len(docs) < 2:
+        raise ValueError(f'{dataset!r} has {len(docs)} document(s); a corpus graph needs at least two')
+    k = _bm25_k(k, len(docs))  # before anything is retrieved or written: the graph records the k it holds
+    if index is None:
+        index = bm25_index(dataset, str(path) + '.pisa')
+    retriever = index.bm25(k1=k1, b=b, num_results=k + 1)
     from ._atomic import building
     with building(path, ('corpus_graph', 'np_topk'), record=True) as tmp:
         tmp.rmdir()

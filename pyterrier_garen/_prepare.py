@@ -301,7 +301,8 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
             knn = dense_corpus_graph(flex, k=graph_k, verbose=verbose)
     else:
         _fresh(workdir / f'bm25.k{k}.graph', owned)
-        knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=k)  # pads a short list itself
+        # named by the k asked for (as the groups are); built with at most every other document, as the dense graph
+        knn = bm25_corpus_graph(dataset, workdir / f'bm25.k{k}.graph', index=pisa, k=graph_k)  # pads a short list
     if not _matches_collection(knn._docnos, docnos):
         raise FileExistsError(f'the corpus graph {getattr(knn, "path", knn)} is of other documents than {dataset!r}; '
                               'delete it or pass another workdir')

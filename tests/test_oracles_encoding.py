@@ -43,7 +43,11 @@ class Nested:
     class Inner:
         @staticmethod
         def make():
-            return 'made'
+            return Stub(batch_size=7)
+
+
+def needs_an_argument(name):
+    return Stub()
 
 
 # -- specs -----------------------------------------------------------------------------------------------------------
@@ -96,8 +100,21 @@ def test_a_model_path_holding_a_colon_is_the_whole_rest_of_the_spec(recorder):
 
 
 def test_a_factory_in_a_dotted_module(recorder):
-    import json.decoder
-    assert isinstance(load_encoder('json.decoder:JSONDecoder'), json.decoder.JSONDecoder)
+    # json.decoder is found (a dotted module), and what its JSONDecoder makes is refused: it encodes nothing
+    with pytest.raises(ValueError, match="encoder 'json.decoder:JSONDecoder' returned a JSONDecoder, which has no "
+                                         'encode_docs'):
+        load_encoder('json.decoder:JSONDecoder')
+
+
+@pytest.mark.parametrize(('spec', 'message'), [
+    ('os:getcwd', "encoder 'os:getcwd' returned a str, which has no encode_docs"),  # was read as a spec of its own
+    ('os:sep', "encoder 'os:sep' names a str, not a factory"),
+    ('test_oracles_encoding:needs_an_argument', "encoder 'test_oracles_encoding:needs_an_argument' could not be "
+                                                'called without arguments'),     # was a TypeError traceback
+])
+def test_a_factory_that_makes_no_encoder_is_refused_naming_the_spec(spec, message):
+    with pytest.raises(ValueError, match=message):
+        load_encoder(spec)
 
 
 def test_a_user_choice_of_hub_mode_is_kept_and_disabled_bars_stay_disabled(recorder, monkeypatch):
@@ -114,7 +131,7 @@ def test_the_default_and_factory_specs(monkeypatch):
     assert load_encoder() == 'the packaged MiniLM'
     assert load_encoder(' minilm ') == 'the packaged MiniLM'
     assert isinstance(load_encoder('test_oracles_encoding:make_stub'), Stub)
-    assert load_encoder('test_oracles_encoding:Nested.Inner.make') == 'made'
+    assert load_encoder('test_oracles_encoding:Nested.Inner.make').batch_size == 7
 
 
 @pytest.mark.parametrize('spec', ['MiniLM', 'sbert:', 'hf:', 'sbert', 'a/b:c', 'pkg:not-a-name', 'pkg.9x:f', ':f',

@@ -65,7 +65,9 @@ def test_network_errors_say_how_to_work_offline():
     (errno.EROFS, 'the file system is read-only; choose a writable folder'),
     (errno.ENOSPC, 'free some disk space or choose another folder'), (errno.ENOENT, 'check the path'),
     (errno.ENOTDIR, 'a path component is a file, not a folder; check the path'),
-    (errno.EISDIR, 'pass a file, not a folder'), (errno.EEXIST, 'choose another path or remove it'),
+    (errno.EISDIR, 'pass a file, not a folder'),
+    (errno.EEXIST, 'something is already there (a file where a folder is needed?); choose another path, or move it '
+                   'away'),
     (errno.EMFILE, 'check the path')])
 def test_file_system_errors_name_the_file_and_the_fix(code, fix):
     ex = OSError(code, 'Some Reason', '/data/x')

@@ -111,7 +111,10 @@ def test_build_graph_dense_and_bm25(monkeypatch, capsys, datasets_by_name):
 
 @pytest.mark.parametrize(('argv', 'message'), [
     (['--kind', 'dense'], 'error: build-graph --kind dense needs --vectors FOLDER'),
-    (['--kind', 'bm25', '--vectors', 'v'], 'error: build-graph --kind bm25 needs --out FOLDER')])
+    (['--kind', 'bm25', '--vectors', 'v'], 'error: build-graph --kind bm25 needs --out FOLDER'),
+    # an option the kind does not use was ignored without a word (session 40)
+    (['--vectors', 'v', '--out', 'g'], 'error: build-graph --kind dense writes the graph inside --vectors'),
+    (['--kind', 'bm25', '--vectors', 'v', '--out', 'g'], 'error: build-graph --kind bm25 reads no vectors')])
 def test_build_graph_refuses_a_missing_folder_before_loading_anything(monkeypatch, capsys, argv, message):
     monkeypatch.setattr(datasets, 'load_dataset', Recorder(AssertionError))
     err = _fails(['build-graph', '--dataset', 'd', *argv], capsys)

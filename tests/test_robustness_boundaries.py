@@ -230,6 +230,14 @@ def test_the_default_k_on_a_collection_of_16_documents_or_fewer_warns_of_nothing
         prepare(dataset, tmp_path / 'w', k=16)
     with pytest.raises(ValueError, match='k'):
         prepare(dataset, tmp_path / 'w', k=0)
+    # the BM25 graph likewise: it takes every other document without a word, and is named by k=16 (session 40,
+    # when it began to warn about a k above the collection, as the dense graph does)
+    with warnings.catch_warnings():
+        warnings.simplefilter('error', UserWarning)
+        bm25 = prepare(dataset, tmp_path / 'w', graph='bm25')
+    assert bm25.graph.edges_data.shape == (12, 11)
+    assert bm25.groups.path.name.startswith('bm25.k16.')
+    assert (tmp_path / 'w' / 'bm25.k16.graph').is_dir()
 
 
 def test_read_only_workdir_that_needs_building_names_the_fix(tiny, tmp_path, monkeypatch):

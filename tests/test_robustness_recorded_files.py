@@ -209,12 +209,13 @@ def test_a_second_prepare_with_another_k_works(tiny, work):
             prepared = _prepare(tiny, work, graph, k=k)
             assert prepared.groups.validate()['ok']
     assert check_recorded_files(work / FLEX / 'corpusgraph_k8', 'dense k-NN graph') is True
-    assert not (work / FLEX / 'corpusgraph_k2').exists()  # cut from corpusgraph_k4 in memory
+    # cut from corpusgraph_k4 and written as a graph of its own, with its own record
+    assert check_recorded_files(work / FLEX / 'corpusgraph_k2', 'dense k-NN graph') is True
     for k in (2, K, 8):
         assert check_recorded_files(work / f'bm25.k{k}.graph', 'BM25 corpus graph') is True
     assert (work / FLEX / FILES_RECORD).read_bytes() == flex_record
-    _flip(work / FLEX / f'corpusgraph_k{K}' / 'weights.f16.np')  # the graph cut to k=2 is checked too
-    with pytest.raises(ArtifactError, match=rf'corpusgraph_k{K} \(dense k-NN graph\) is damaged: weights.f16.np'):
+    _flip(work / FLEX / 'corpusgraph_k2' / 'weights.f16.np')  # the graph cut to k=2 is checked when reused
+    with pytest.raises(ArtifactError, match=r'corpusgraph_k2 \(dense k-NN graph\) is damaged: weights.f16.np'):
         _prepare(tiny, work, 'dense', k=2)
 
 
