@@ -193,6 +193,9 @@ def test_rgs_stops_at_window_without_new_docs():
     assert RGS(reranker, None).L == 20
     assert RGS(reranker, None, budget=300).L == 30
     assert RGS(reranker, None, budget=500).L == 50
+    # the reference code's 20 at 200 too; away from its four budgets it takes 50, here the formula goes on
+    # (docs/decisions.md): 20 at 50, 40 at 400
+    assert [RGS(reranker, None, budget=b).L for b in (50, 200, 400)] == [20, 20, 40]
     assert RGS(reranker, None).seeds == 20
 
 

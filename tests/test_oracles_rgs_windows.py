@@ -1,4 +1,4 @@
-"""RGS's windows over its queue, as its reference code places them (BASELINES.md; ``insert`` in
+"""RGS's windows over its queue, as its reference code places them (``insert`` in
 ``xuhaike/BGE-Reasoner-BRIGHT``'s ``run_retrieval.py``): the windows end at the queue's length, then ``stride`` higher
 each time while above 0, so the top window can be shorter than ``window`` and a full window at the top is followed
 by a shorter one over its head. Until session 40 RGS used RankGPT's pass (the last window starts at 0 and is
