@@ -105,8 +105,18 @@ def run_command(parser: argparse.ArgumentParser, argv: Optional[List[str]],
     """Parse ``argv`` and run the chosen command (``args.func``), reporting user errors, usage errors included
     (:func:`command_errors` makes every parser's, subcommands' too, one line), in one line."""
     with command_errors():
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:  # named by the command's own parser, so that the error points at that command's --help
+            _command_parser(parser, args).error(f'unrecognized arguments: {" ".join(extras)}')
         (call or args.func)(args)
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the subcommand ``args`` ran (``args.command``), else ``parser`` itself."""
+    for action in parser._actions:  # noqa: SLF001 - argparse keeps its subcommands here only
+        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+            return action.choices.get(getattr(args, action.dest or '', None), parser)
+    return parser
 
 
 @contextlib.contextmanager

@@ -457,7 +457,9 @@ class SummaryStore:
                 records[gid] = record
         found = sum(r is not None for r in records)
         if expected is not None and found != expected:
-            raise ValueError(f'{self.final_file} holds {found} records, pt_meta.json says {expected}')
+            raise ValueError(f'{self.final_file} holds {found} records, pt_meta.json says {expected}; the file is '
+                             'damaged (cut short or emptied): summarise again with overwrite=True (--overwrite), or '
+                             'rebuild or re-download the artifact')
         return records
 
 

@@ -318,8 +318,8 @@ def test_every_example_script_reports_an_unknown_option_in_one_line(name, monkey
     assert ended.value.code == 2
     err = capsys.readouterr().err
     # the first problem argparse meets (a missing required argument, or the unknown option), without the usage block
-    # (compare.py is the package's own command line, which names itself)
-    prog = 'python -m pyterrier_garen' if name == 'compare.py' else name
+    # (compare.py is the package's own compare command, which names itself and its --help)
+    prog = 'python -m pyterrier_garen compare' if name == 'compare.py' else name
     assert err.startswith('error: '), err
     assert err.endswith(f' (see {prog} --help)\n'), err
     assert err.count('\n') == 1, err

@@ -157,7 +157,8 @@ def test_store_read_names_the_lines_and_checks_the_count(tmp_path):
     (tmp_path / SUMMARIES).write_text(''.join(json.dumps(r) + '\n' for r in lines))
     assert store.read() == [lines[1], lines[0], None]
     assert store.read(expected=2) == [lines[1], lines[0], None]
-    with pytest.raises(ValueError, match='holds 2 records, pt_meta.json says 3'):
+    with pytest.raises(ValueError, match=r'holds 2 records, pt_meta.json says 3; the file is damaged .*: summarise '
+                                         r'again with overwrite=True \(--overwrite\)'):
         store.read(expected=3)
     (tmp_path / SUMMARIES).write_text(''.join(json.dumps(r) + '\n' for r in lines + [{'group': 1}]))
     with pytest.raises(ValueError, match=r'summaries.jsonl line 3 repeats group 1 \(first on line 1\)'):
