@@ -185,9 +185,10 @@ def ranking_frame(rankings: List[Tuple[Any, str, List[str], Dict[str, Sequence]]
 def query_columns(columns: Sequence[str], taken: Sequence[str] = ()) -> List[str]:
     """The query columns among ``columns`` that a search passes on, besides ``qid`` and ``query``: PyTerrier's
     (``pt.model.query_columns``: ``query_0`` and every other name starting with ``q``, stashed results), less the
-    names in ``taken`` (the search's own output columns)."""
-    names = pt.model.query_columns(pd.DataFrame(columns=list(columns)), qid=False)
-    return [c for c in names if c != 'query' and c not in taken]
+    names in ``taken`` (the search's own output columns), in the order of ``columns`` (PyTerrier's own list follows
+    a set's order, which changes from one process to the next)."""
+    names = set(pt.model.query_columns(pd.DataFrame(columns=list(columns)), qid=False))  # a set's order: not used
+    return [c for c in columns if c in names and c != 'query' and c not in taken]  # in the input's order
 
 
 def keep_query_columns(out: pd.DataFrame, inp: pd.DataFrame) -> pd.DataFrame:

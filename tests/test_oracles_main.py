@@ -604,3 +604,17 @@ def test_prepare_checks_the_group_size_before_building_anything(tmp_path, capsys
     err = _fails(['prepare', '--dataset', 'd', '--workdir', str(tmp_path / 'w'), '--max-group-size', '1'], capsys)
     assert 'max_group_size must be an integer >= 2' in err
     assert not (tmp_path / 'w').exists()
+
+
+def test_hiding_the_values_of_credential_options():
+    from pyterrier_garen._redact import hide_option_values
+    words = ['plain', '--api-key', 'sk-1', 'after', '--hf-token=abc', '--password', '--verbose', '--max-tokens', '9']
+    # the value after a credential option, unless it is an option itself; --max-tokens is no credential
+    assert hide_option_values(words) == ['plain', '--api-key', '<hidden>', 'after', '--hf-token=<hidden>',
+                                         '--password', '--verbose', '--max-tokens', '9']
+
+
+def test_the_whole_message_for_an_unknown_credential_option(capsys):
+    err = _fails(['compare', '--api-key', 'sk-SECRET123'], capsys)
+    assert err == ('error: unrecognized arguments: --api-key <hidden>; a key is read from the environment '
+                   '($OPENAI_API_KEY), never from an option (see python -m pyterrier_garen compare --help)\n')

@@ -58,3 +58,18 @@ def test_inspection_and_an_empty_input_declare_the_query_columns(name):
     assert {'query_0', 'qtype'} <= set(declared)
     assert 'note' not in declared
     assert list(search(rewritten().iloc[:0]).columns) == declared
+
+
+def test_which_columns_are_the_querys():
+    from pyterrier_garen._frames import keep_query_columns, query_columns
+    # PyTerrier's rule (every name starting with q, and stashed results), less qid, query and the names taken
+    columns = ['qid', 'query', 'docno', 'query_0', 'qtype', 'stashed_results_0', 'score', 'text']
+    assert query_columns(columns) == ['query_0', 'qtype', 'stashed_results_0']
+    assert query_columns(columns, taken=['qtype']) == ['query_0', 'stashed_results_0']
+    # each query's values come from its first row, and a column the output already has keeps the output's values
+    inp = pd.DataFrame({'qid': ['1', '1', '2'], 'query': 'q', 'docno': ['a', 'b', 'c'], 'query_0': ['x', 'y', 'z'],
+                        'qtype': [5, 5, 6]})
+    out = pd.DataFrame({'qid': ['2', '1'], 'query': 'q', 'docno': ['c', 'b'], 'qtype': [0, 0]})
+    kept = keep_query_columns(out, inp)
+    assert kept.query_0.tolist() == ['z', 'x']
+    assert kept.qtype.tolist() == [0, 0]
