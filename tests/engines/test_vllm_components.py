@@ -1,5 +1,5 @@
 """The LLM components on an in-process vLLM engine (CPU) with the tiny models: GAREN with the listwise reranker and
-the yes/no navigator, SlideGAR, and the summariser over every Cranfield group."""
+the yes/no navigator, SlideGAR, RGS, and the summariser over every Cranfield group."""
 import math
 
 import numpy as np
@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 from _recording import CONTEXT, Recording
 
-from pyterrier_garen import (GAREN, GroupCorpusGraph, HeadReranker, ListwiseReranker, LLMSummarizer, SlideGAR,
+import pyterrier as pt
+
+from pyterrier_garen import (GAREN, RGS, GroupCorpusGraph, HeadReranker, ListwiseReranker, LLMSummarizer, SlideGAR,
                              YesNoScorer)
 from pyterrier_garen._engines import render_chat
 
@@ -131,6 +133,76 @@ def test_slidegar_with_the_listwise_reranker(vllm_scripted, cran_bm25_graph, cra
     assert reranker.malformed == reranker.prompts > 0
     single = pd.concat([slide(df) for _, df in cran_first_stage.groupby('qid', sort=False)], ignore_index=True)
     pd.testing.assert_frame_equal(out.reset_index(drop=True), single.reset_index(drop=True))
+
+
+class _Windows(pt.Transformer):
+    """Passes every call to ``reranker`` and records, per query, each window sent and the order the reranker gave it."""
+
+    listwise = True  # what it wraps is
+
+    def __init__(self, reranker):
+        self.reranker, self.seen = reranker, {}
+
+    def transform(self, inp):
+        out = self.reranker(inp)
+        for qid, rows in inp.groupby('qid', sort=False):
+            ranked = out[out.qid == qid].sort_values('score', ascending=False, kind='stable').docno.tolist()
+            self.seen.setdefault(qid, []).append((rows.docno.tolist(), ranked))
+        return out
+
+
+def _reference_rgs(r0, neighbours, answers, budget, queue_size=20, window=20, stride=10):
+    """RGS's reference loop (its `insert`), written out on its own, answered by the reranker's recorded verdicts in
+    the order they came: each window it would send must be the window RGS sent."""
+    answers, queue, queued, expanded = list(answers), [], set(), set()
+
+    def insert(new):
+        queue.extend(new)
+        end = len(queue)
+        while end > 0:
+            span = queue[max(0, end - window):end]
+            if all(d in queued for d in span):
+                break
+            if len(span) > 1 or end == len(queue):  # a last window of one document is not sent (it orders nothing)
+                sent, ranked = answers.pop(0)
+                assert sent == span
+                queue[max(0, end - window):end] = ranked
+            end -= stride
+        queued.update(new)
+        del queue[queue_size:]
+
+    insert(r0[:budget // 5])
+    count = budget // 5
+    while count < budget:
+        todo = [d for d in queue if d not in expanded]
+        if not todo:
+            break
+        expanded.add(todo[0])
+        new = [d for d in neighbours(todo[0]) if d not in queued][:budget - count]
+        insert(new)
+        count += len(new)
+    assert answers == []  # nothing sent that the reference would not send
+    return queue
+
+
+def test_rgs_sends_its_reference_windows_to_the_listwise_reranker(vllm_scripted, cran_bm25_graph, cran_first_stage,
+                                                                  cranfield):
+    spy = _Windows(cranfield.text_loader('text') >> ListwiseReranker(vllm_scripted))
+    out = RGS(spy, cran_bm25_graph, budget=40, final_order='paper')(cran_first_stage)  # the queue first, as it is
+
+    def neighbours(docno):
+        return list(dict.fromkeys(str(n) for n in cran_bm25_graph.neighbours(docno) if str(n) != docno))
+
+    sizes = set()
+    for qid, first in cran_first_stage.groupby('qid', sort=False):
+        r0 = first.sort_values('rank').docno.astype(str).tolist()
+        queue = _reference_rgs(r0, neighbours, spy.seen[qid], budget=40)
+        assert out[out.qid == qid].docno.tolist()[:len(queue)] == queue
+        sizes.update(len(sent) for sent, _ in spy.seen[qid])
+    # every window was the reference's (checked above, window by window); among them the seeds' (8), full ones (20)
+    # and none of one document
+    assert {8, 20} <= sizes
+    assert min(sizes) > 1
 
 
 def test_summarizer_over_every_group_survives_repairs_failures_and_interruption(
