@@ -258,8 +258,9 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     from ._encoding import resolve_precision
     check_choice('graph', graph, ('dense', 'bm25'))
     resolve_precision(precision)  # a bad value fails before anything is built
-    check_positive(max_group_size=max_group_size, **({} if k is None else {'k': k}))
-    check_int('max_group_size', max_group_size, low=2)  # as the group builder checks it, before anything is built
+    if k is not None:
+        check_positive(k=k)
+    check_int('max_group_size', max_group_size, low=2)  # as the group builder checks them, before anything is built
     check_int('seed', seed)
     summarizer = summarizer or ExtractiveSummarizer()
     name = _dataset_name(dataset)

@@ -13,11 +13,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Dict, Iterator, List, Literal, Optional, Tuple, Union
 
-import numpy as np
 import pandas as pd
 import pyterrier as pt
 
-from ._params import Rebuildable
+from ._params import Rebuildable, check_number
 
 __all__ = ['LocalDataset', 'remove_excluded', 'RemoveExcluded', 'data_dir', 'load_dataset']
 
@@ -434,8 +433,8 @@ def _probe_download(dataset, spec: str) -> None:
 
 
 def _check_excluded_args(qrels: Any, excluded_label: Any, context: str) -> None:
-    """Refuse qrels that are no frame of ``qid, docno, label`` and a label that is no number (``'x'`` or ``None``
-    matched no label, so nothing was removed and nothing said so)."""
+    """Refuse qrels that are no frame of ``qid, docno, label`` and a label that is no finite number (``'x'`` or
+    ``None`` matched no label, so nothing was removed and nothing said so)."""
     if not isinstance(qrels, pd.DataFrame):
         raise ValueError(f'{context}: qrels must be a qrels frame (qid, docno, label), as dataset.get_qrels() gives '
                          f'it; got {type(qrels).__name__}')
@@ -443,10 +442,7 @@ def _check_excluded_args(qrels: Any, excluded_label: Any, context: str) -> None:
     if missing:
         raise ValueError(f'{context}: the qrels lack the column(s) {missing}; they need qid, docno and label '
                          f'(got {list(qrels.columns)}), as dataset.get_qrels() gives them')
-    if isinstance(excluded_label, (bool, np.bool_)) or not isinstance(excluded_label, (int, float, np.number)) \
-            or not np.isfinite(excluded_label):
-        raise ValueError(f'{context}: excluded_label must be the number that marks an excluded document (BRIGHT: '
-                         f'-100); got {excluded_label!r}')
+    check_number('excluded_label', excluded_label, note='the label that marks an excluded document; BRIGHT: -100')
 
 
 def remove_excluded(run: pd.DataFrame, qrels: pd.DataFrame, *, excluded_label: int = -100) -> pd.DataFrame:

@@ -147,9 +147,9 @@ def test_fusion_with_a_transformer_first_stage_names_a_missing_query_column():
 @pytest.mark.parametrize(('qrels', 'label', 'match'), [
     (None, -100, 'qrels must be a qrels frame'),
     (pd.DataFrame({'qid': ['1'], 'docno': ['a']}), -100, r"lack the column\(s\) \['label'\]"),
-    ('qrels', 'x', 'excluded_label must be the number'),
-    ('qrels', None, 'excluded_label must be the number'),
-    ('qrels', True, 'excluded_label must be the number'),
+    ('qrels', 'x', 'excluded_label must be a finite number'),
+    ('qrels', None, 'excluded_label must be a finite number'),
+    ('qrels', True, 'excluded_label must be a finite number'),
 ])
 def test_remove_excluded_refuses_what_would_remove_nothing_or_fail_later(qrels, label, match):
     if isinstance(qrels, str):

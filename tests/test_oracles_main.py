@@ -618,3 +618,16 @@ def test_the_whole_message_for_an_unknown_credential_option(capsys):
     err = _fails(['compare', '--api-key', 'sk-SECRET123'], capsys)
     assert err == ('error: unrecognized arguments: --api-key <hidden>; a key is read from the environment '
                    '($OPENAI_API_KEY), never from an option (see python -m pyterrier_garen compare --help)\n')
+
+
+def test_compare_refuses_an_output_folder_it_cannot_write_before_the_run(fake_compare, capsys, tmp_path, monkeypatch):
+    import os
+    locked = tmp_path / 'locked'
+    locked.mkdir()
+    real = os.access
+    # as on a read-only mount (root passes permission bits, so the folder's mode alone would not show it)
+    monkeypatch.setattr(os, 'access', lambda path, mode, **kw: False if os.path.realpath(path) == str(locked)
+                        else real(path, mode, **kw))
+    err = _fails(['compare', '--quiet', '--out', str(locked / 't.csv')], capsys)
+    assert err.startswith(f'error: --out {locked / "t.csv"}: its folder {locked} cannot be written to; choose')
+    assert fake_compare.calls == []
