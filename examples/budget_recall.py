@@ -201,7 +201,7 @@ def main(argv=None):
     prepared = garen.prepare(dataset, args.workdir)
     qrels = garen.evaluation_qrels(dataset)
     stored = dataset.get_qrels()  # BRIGHT's excluded documents (label -100) leave every run before it is measured
-    topics = analysis.judged_topics(dataset, qrels, args.queries)
+    topics = analysis.judged_topics(dataset, qrels, args.queries, context='budget_recall')
     qids = topics.qid.astype(str).tolist()
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     rank0 = {(str(q), str(d)): r + 1 for q, d, r in zip(first.qid, first.docno, first.groupby('qid').cumcount())}

@@ -77,7 +77,7 @@ def run_budgets(dataset, workdir, name, budgets, *, partition_seed=42, sigma=Non
     stored = dataset.get_qrels()
     if sigma is not None:
         reranker = analysis.SimulatedReranker(qrels, noise=sigma, seed=noise_seed)
-    topics = analysis.judged_topics(dataset, qrels)
+    topics = analysis.judged_topics(dataset, qrels, context='budget_swaps')
     first = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics)
     source = pt.Transformer.from_df(first)
     runs = {}

@@ -78,7 +78,7 @@ def main(argv=None):
     qrels = garen.evaluation_qrels(dataset)
     stored = dataset.get_qrels()  # BRIGHT's excluded documents (label -100) leave every run, as in compare's
     excluded = bool((stored.label == -100).any())
-    topics = analysis.judged_topics(dataset, qrels, args.queries)
+    topics = analysis.judged_topics(dataset, qrels, args.queries, context='final_order')
     source = pt.Transformer.from_df(prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000)(topics))
     encoder = garen.minilm_encoder()
     navigator = garen.CentroidNavigator(prepared.groups, prepared.vectors, encoder)

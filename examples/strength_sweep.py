@@ -101,6 +101,7 @@ def main(argv=None):
         from pyterrier_garen.synthetic import make_synthetic
         dataset = make_synthetic(os.path.join(args.workdir, 'collection'))
     dataset.get_topics(), dataset.get_qrels()  # a bad query or judgement line fails now, not after the offline steps
+    analysis.judged_topics(dataset, garen.evaluation_qrels(dataset), context='strength_sweep')  # nothing to measure
     prepared = garen.prepare(dataset, args.workdir, graph=args.graph, vectors=args.graph == 'dense',
                              verbose=args.verbose)
     args.tail_fusion, args.observed_fusion = analysis.resolve_fusion(args.fusion, args.tail_fusion,

@@ -427,6 +427,34 @@ def warn_budget_covers_collection(budget: Optional[int], docs: Any, *, context: 
     return True
 
 
+#: documents at the top of each query's first stage that :func:`warn_unknown_docnos` looks up (what a search
+#: re-ranks first; all of them would cost a large share of a search's own time on a 1000-deep first stage)
+CHECKED_DOCNOS = 20
+
+
+def warn_unknown_docnos(rankings: Iterable[Sequence[Any]], graph: Any, *, context: str) -> int:
+    """Warn (``UserWarning``) when documents at the top of the first stage are not in the graph; returns how many.
+
+    A search re-ranks such a document but follows no link from it, so a first stage over other docnos than the
+    graph's (another collection, docnos read as numbers that lost their leading zeros) silently degrades every
+    search to re-ranking the first stage. ``rankings``: each query's docnos in first-stage order, of which the
+    first :data:`CHECKED_DOCNOS` are looked up. Only graphs that can say which docnos they hold (``doc_ids``, as a
+    ``GroupCorpusGraph``) are checked.
+    """
+    doc_ids = getattr(graph, 'doc_ids', None)
+    if doc_ids is None:
+        return 0
+    docnos = list(dict.fromkeys(str(d) for ranking in rankings for d in islice(ranking, CHECKED_DOCNOS)))
+    unknown = [d for d, i in zip(docnos, np.asarray(doc_ids(docnos)).tolist()) if i < 0] if docnos else []
+    if unknown:
+        warnings.warn(f'{context}: {len(unknown)} of the {len(docnos)} documents at the top of the first stage (its '
+                      f'first {CHECKED_DOCNOS} per query) are not in the graph (e.g. docno {unknown[0]!r}); the search '
+                      're-ranks them but follows no link from them. Give it a first stage over the collection the '
+                      'graph was built from (docnos read as numbers lose their leading zeros: read runs with '
+                      'dtype=str)', stacklevel=3)
+    return len(unknown)
+
+
 def check_first_stage(results: pd.DataFrame, topics: pd.DataFrame, *, context: str) -> None:
     """Say which queries the first stage finds nothing for: every system starts from it, so those queries are
     absent from every run and score 0. A warning for some; ``ValueError`` for all, when nothing can be compared.
@@ -622,6 +650,7 @@ class WindowSearch(Rebuildable, pt.Transformer):
         if self.graph_param:
             check_graph(graph, type(self).__name__)
         warn_budget_covers_collection(getattr(self, 'budget', None), graph, context=type(self).__name__)
+        warn_unknown_docnos((r0 for _, _, r0 in queries), graph, context=type(self).__name__)
         neighbours = neighbour_lookup(graph) if graph is not None else (lambda docno: [])
         states = {(qid, query): self.state_class(r0, neighbours) for qid, query, r0 in queries}
         recorder = _Recorder(self.trace)

@@ -13,7 +13,7 @@ import contextlib
 import errno
 import sys
 import warnings
-from typing import Callable, Dict, Iterable, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 __all__ = ['UsageError', 'DatasetUnavailableError', 'user_message', 'run_command', 'command_errors', 'one_line',
            'each_warning_once', 'check_outputs']
@@ -127,17 +127,24 @@ def command_errors():
     ``error:`` line too, as the package's command line gives it (the scripts build their parsers inside)."""
     before = argparse.ArgumentParser.error
     argparse.ArgumentParser.error = _one_line_usage_error
+    if not _SHUTDOWN:
+        _shutdown_hooks()  # before the command's libraries register their exit callbacks
+    status = 1  # a bug: its traceback
     try:
         yield
+        status = 0
     except KeyboardInterrupt:
         end_progress_bars()
         sys.stderr.write(f'\n{INTERRUPTED}\n')  # after the terminal's ^C
+        status = 130
         sys.exit(130)
     except SystemExit as ex:  # a script's own refusal, SystemExit('error: ...'), exits 2 as every user error does
         if not (isinstance(ex.code, str) and ex.code.startswith('error: ')):
+            status = ex.code if isinstance(ex.code, int) else int(ex.code is not None)
             raise
         end_progress_bars()
         sys.stderr.write(f'{one_line(ex.code)}\n')
+        status = 2
         sys.exit(2)
     except Exception as ex:  # noqa: BLE001 - the one place where exceptions become messages
         message = user_message(ex)
@@ -147,9 +154,56 @@ def command_errors():
         end_progress_bars()
         sys.stderr.write(f'error: {message}\n')
         status = getattr(ex, 'exit_status', None)
-        sys.exit(status if isinstance(status, int) and status > 0 else 2)
+        status = status if isinstance(status, int) and status > 0 else 2
+        sys.exit(status)
     finally:
         argparse.ArgumentParser.error = before
+        _ended(status)
+
+
+#: how the last command ended (``status``), for a Ctrl-C during Python's shutdown (:func:`_shutdown_hooks`)
+_SHUTDOWN: Dict[str, Any] = {}
+SHUT_DOWN = ('interrupted while shutting down: the command had finished, and everything it wrote is kept; '
+             'nothing to rerun')
+
+
+def _shutdown_hooks() -> None:
+    """Once per process, around its first command: a Ctrl-C after a command has ended, while Python shuts down
+    (atexit callbacks: torch's, Ray's, vLLM's; then the teardown of modules, where Python has put its default
+    handler back), printed a traceback ("Exception ignored in atexit callback") or killed the process by SIGINT
+    (exit status -2) without a word. Now it ends the process at once, with status 130 and :data:`SHUT_DOWN` when
+    the command had finished (else with the status the command ended with, whose line was said), and is ignored in
+    the teardown, which runs no handler. Only at the process's exit: a command run inside another program (a
+    test) leaves that program's handler alone."""
+    import atexit
+    import os
+    import signal
+    import threading
+
+    def interrupted(signum, frame) -> None:
+        status = _SHUTDOWN.get('status')
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            if status == 0:
+                sys.stderr.write(f'\n{SHUT_DOWN}\n')
+            sys.stderr.flush()
+        os._exit(130 if status == 0 else status)
+
+    def handle(handler) -> None:
+        if 'status' in _SHUTDOWN and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, handler)
+
+    # atexit runs its callbacks last-registered first: this one, registered before the command's libraries
+    # registered theirs, runs after them; the other, registered once the command has ended, before them
+    atexit.register(handle, signal.SIG_IGN)
+    _SHUTDOWN['first'] = lambda: atexit.register(handle, interrupted)
+
+
+def _ended(status: int) -> None:
+    """The command ended with ``status`` (0: finished): the first of :func:`_shutdown_hooks` is registered now."""
+    if 'status' not in _SHUTDOWN and 'first' in _SHUTDOWN:
+        _SHUTDOWN['first']()
+    _SHUTDOWN['status'] = status
 
 
 def check_outputs(outputs: Dict[str, Optional[str]], inputs: Iterable[str] = ()) -> None:

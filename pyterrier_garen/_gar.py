@@ -10,7 +10,7 @@ import pandas as pd
 import pyterrier as pt
 import pyterrier_adaptive
 
-from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores
+from ._driver import _call, warn_budget_covers_collection, warn_listwise_scores, warn_unknown_docnos
 from ._frames import check_one_query_per_qid, check_present, keep_query_columns, numeric_order, query_columns
 from ._params import Rebuildable, check_bool, check_graph, check_int, check_model
 
@@ -83,6 +83,7 @@ class GAR(Rebuildable, pyterrier_adaptive.GAR):
         check_one_query_per_qid(inp, self)
         inp = _first_stage(inp, self)
         warn_budget_covers_collection(self.num_results, self.corpus_graph, context='GAR')
+        warn_unknown_docnos(inp.groupby('qid', sort=False)['docno'].agg(list), self.corpus_graph, context='GAR')
         run = copy.copy(self)
         run.scorer = _UsableScores(self.scorer)
         out = pyterrier_adaptive.GAR.transform(run, inp)

@@ -119,8 +119,9 @@ class GroupCorpusGraph(CorpusGraph):
             'group_members.u32.np': self.doc_count * 4,
             'docnos.npids': self.meta.get('docnos_bytes'),
         }
-        if self.meta.get('summaries') is not None:
-            expected[SUMMARIES] = None
+        summaries = self.path / SUMMARIES
+        if self.meta.get('summaries') is not None and (summaries.exists() or summaries.is_symlink()):
+            expected[SUMMARIES] = None  # a missing one opens: summarize repairs it, reading a summary names the fix
         for name, size in expected.items():
             file = self.path / name
             if not file.is_file():
@@ -207,6 +208,8 @@ class GroupCorpusGraph(CorpusGraph):
         artifact (a link planted in a shared artifact must not pull other files into a package); leaves out the
         temporaries of an interrupted write."""
         from ._checks import is_temporary
+        if self.meta.get('summaries') is not None and not self.has_summaries:
+            raise ArtifactError(f'{self._lost_summaries()}; refusing to package it')
         root = os.path.realpath(self.path)
         for rel, source in super()._package_files():
             if is_temporary(os.path.basename(rel)):
@@ -275,10 +278,12 @@ class GroupCorpusGraph(CorpusGraph):
             problems.append('docnos.npids or edges.u32.np differ from what was built (graph_sha256 in pt_meta.json); '
                             'the files were replaced or tampered with')
         count = 0
-        if summaries and self.meta.get('summaries') is not None:
+        if summaries and self.meta.get('summaries') is not None and not self.has_summaries:
+            problems.append(self._lost_summaries())
+        elif summaries and self.meta.get('summaries') is not None:
             try:
                 count = sum(r is not None for r in self.summary_store().read(
-                    expected=self.meta['summaries'].get('count')))
+                    expected=self._summaries_entry().get('count')))
             except (OSError, ValueError) as ex:
                 problems.append(str(ex))
         if problems:
@@ -498,12 +503,36 @@ class GroupCorpusGraph(CorpusGraph):
 
     @cached_property
     def _summary_records(self) -> List[Optional[Dict[str, Any]]]:
-        if not self.has_summaries:
+        if self.meta.get('summaries') is None:
             return [None] * self.num_groups
+        if not self.has_summaries:  # deleted after the run recorded it: never read as groups without summaries
+            raise ArtifactError(self._lost_summaries())
         try:
-            return self.summary_store().read(expected=self.meta['summaries'].get('count'))
+            return self.summary_store().read(expected=self._summaries_entry().get('count'))
         except ValueError as ex:
             raise ArtifactError(str(ex)) from ex
+
+    def _lost_summaries(self) -> str:
+        return (f'{self.path / SUMMARIES} is missing, but pt_meta.json records {self._summaries_entry().get("count")} '
+                'summaries; summarise again (summarize, or groups.summarize(summarizer, dataset)), or rebuild or '
+                're-download the artifact')
+
+    def _summaries_entry(self) -> Dict[str, Any]:
+        """``pt_meta.json``'s record of the summaries, checked (an edited record gave an AttributeError's traceback,
+        or a message comparing a count of 30 with "30")."""
+        entry = self.meta['summaries']
+        count = entry.get('count') if isinstance(entry, dict) else None
+        if not isinstance(entry, dict):
+            problem = f'is {entry!r:.40}, not an object'
+        elif not isinstance(entry.get('summarizer'), dict):
+            problem = 'names no "summarizer"'
+        elif isinstance(count, bool) or not isinstance(count, (int, type(None))):
+            problem = f'has "count" {count!r}, not an integer'
+        else:
+            return entry
+        raise ArtifactError(f'{self.path / "pt_meta.json"}: its "summaries" entry {problem}, unlike the record a '
+                            'summarisation writes; it was edited or damaged: summarise again with overwrite=True '
+                            '(summarize --overwrite), or rebuild or re-download the artifact')
 
     def summary_record(self, group_id: int) -> Optional[Dict[str, Any]]:
         """The stored summary record of a group (``None`` without summaries)."""
@@ -572,7 +601,12 @@ class GroupCorpusGraph(CorpusGraph):
             self._reread_summaries()
             remove_leftovers(self.path)  # temporaries of a killed write; the partial run of a finished one
             keep = None
-            others = self.has_summaries and self.meta['summaries'].get('summarizer') != config
+            try:
+                others = self.has_summaries and self._summaries_entry()['summarizer'] != config
+            except ArtifactError:  # an edited record: replaced with overwrite, else its error names that fix
+                if not overwrite:
+                    raise
+                others = True
             if self.has_summaries and not overwrite:
                 if others:
                     raise FileExistsError(f'{self.path} already has summaries made by '

@@ -209,9 +209,23 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
             errors.extend(failures)
         return texts, errors
 
-    def repair_conversation(self, docs: Sequence[Dict[str, Any]], reply: str, error: str) -> Conversation:
-        """The group's prompt (cut to make room), the unusable reply and the repair message."""
+    def repair_conversation(self, docs: Sequence[Dict[str, Any]], reply: str,
+                            error: str) -> Optional[Conversation]:
+        """The group's prompt (cut to make room), the unusable reply and the repair message; None when the context
+        has no room for them with ``max_tokens`` to answer (the group then keeps its unusable reply).
+
+        The reply is cut to at most half of the room the prompt's own text, the repair message and the answer
+        leave: a reply that ran to ``max_tokens`` (the usual unusable one) took the whole room, so the repair request
+        was longer than the context and failed, which counted the group as a failed request (retried on every run).
+        """
         repair = self.repair_template.messages(error=error)
+        overhead = self.engine.count_conversation_tokens(self.template.messages(n=len(docs), docs=''))
+        room = (self.engine.context_length - self.max_tokens - overhead
+                - self.engine.count_conversation_tokens([{'role': 'assistant', 'content': ''}] + repair))
+        if room < 2 * 48:  # not a document's share (see conversation) beside a cut reply
+            return None
+        if self.engine.count_tokens(reply) > room // 2:
+            reply = self.engine.truncate(reply, room // 2)
         answer = {'role': 'assistant', 'content': reply}
         reserve = self.engine.count_conversation_tokens([answer] + repair)
         return self.conversation(docs, reserve=reserve) + [answer] + repair
@@ -237,6 +251,10 @@ class LLMSummarizer(Rebuildable, Summarizer, UsageStats):
             if not todo:
                 break
             repairs = [self.repair_conversation(groups[i]['docs'], replies[i], errors[i]) for i in todo]
+            todo = [i for i, repair in zip(todo, repairs, strict=True) if repair is not None]  # None: no room
+            repairs = [repair for repair in repairs if repair is not None]
+            if not todo:
+                break
             answers, failures = self._generate(repairs)
             for i, reply, failure in zip(todo, answers, failures, strict=True):
                 if reply is None:

@@ -273,9 +273,9 @@ def prepare(dataset, workdir: Optional[Union[str, Path]] = None, *, graph: str =
     workdir = Path(workdir)
     docnos = [str(d['docno']) for d in dataset.get_corpus_iter(verbose=False)]
     _check_unique(docnos, dataset)  # before anything is created or indexed
-    owned = _check_workdir(workdir, fingerprint, name, earlier)
-    if len(docnos) < 2:
+    if len(docnos) < 2:  # before the workdir is made: a refused collection leaves nothing in the cache
         raise ValueError(f'{dataset!r} has {len(docnos)} document(s); GAREN needs a collection of at least two')
+    owned = _check_workdir(workdir, fingerprint, name, earlier)
     # the default k on a small collection: every other document in the dense graph, said by nothing (only a k asked
     # for is warned about); the BM25 graph takes k as it is, as it always has
     k, graph_k = (DEFAULT_K, min(DEFAULT_K, len(docnos) - 1)) if k is None else (k, k)

@@ -6,6 +6,7 @@ listwise answers lives here too.
 """
 from __future__ import annotations
 
+import bisect
 import re
 import warnings
 from typing import Any, Dict, List, Optional, Tuple
@@ -46,15 +47,21 @@ def _answer_text(text: str) -> str:
         text = text[lower.rfind('</think>') + len('</think>'):]
     elif '<think>' in lower:  # reasoning that never finished: nothing after it is an answer
         text = text[:lower.find('<think>')]
-    marks = list(_RANKING_MARK.finditer(text))
+    # the last ranking mark that an identifier follows, and in what is left the last answer tags that hold one: a
+    # mark or tag with nothing after it (prose naming the "document ranking" after the ranking, a repeated
+    # <answer>) is no answer, and it made the whole ranking be ignored
+    ids = [m.start() for m in _ID.finditer(text)]
+    marks = [m.end() for m in _RANKING_MARK.finditer(text) if ids and m.end() <= ids[-1]]
     if marks:
-        text = text[marks[-1].end():]
-    opens = list(_ANSWER_OPEN.finditer(text))
-    if opens:
-        text = text[opens[-1].end():]
-        close = _ANSWER_CLOSE.search(text)
-        if close:
-            text = text[:close.start()]
+        text = text[marks[-1]:]
+        ids = [m.start() for m in _ID.finditer(text)]
+    closes = [m.start() for m in _ANSWER_CLOSE.finditer(text)]
+    for opening in reversed(list(_ANSWER_OPEN.finditer(text))):
+        k = bisect.bisect_left(closes, opening.end())
+        end = closes[k] if k < len(closes) else len(text)
+        k = bisect.bisect_left(ids, opening.end())
+        if k < len(ids) and ids[k] < end:
+            return text[opening.end():end]
     return text
 
 
@@ -62,9 +69,10 @@ def check_ranking(text: Any, num_docs: int) -> Tuple[List[int], Optional[str]]:
     """Parse a listwise answer and say whether it was well-formed.
 
     The reply's ranking part is found by dropping ``<think>...</think>`` blocks, everything before the last
-    ``[Document Ranking]`` mark and outside ``<answer>`` tags; in it, the longest ``[i] > [j] > ...`` chain (the last
-    of equally long ones) is read, or every ``[i]`` when there is no chain. Identifiers are 1-based; repeated and
-    out-of-range ones are dropped and missing ones appended in input order. Never raises.
+    ``[Document Ranking]`` mark and outside the last ``<answer>`` tags that an identifier follows; in it, the longest
+    ``[i] > [j] > ...`` chain (the last of equally long ones) is read, or every ``[i]`` when there is no chain.
+    Identifiers are 1-based; repeated and out-of-range ones are dropped and missing ones appended in input order.
+    Never raises.
 
     Args:
         text: the model's reply (anything; non-strings are converted with ``str``).
@@ -176,7 +184,8 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
     documents in place. The windows of all queries at the same sliding position go to the engine in ONE call.
 
     Each document is cut to a token budget so that the prompt and the answer fit the engine's context:
-    ``overhead + n * (doc + 4) + max_tokens <= context_length`` (``max_doc_tokens`` caps the budget further).
+    ``overhead + n * (doc + line) + max_tokens <= context_length``, ``line`` being the tokens of a line's identifier
+    and line break (:meth:`line_tokens`, at least 4); ``max_doc_tokens`` caps the budget further.
     Malformed answers never stop a run: the parsed part is used, missing documents keep their relative order after
     it, :attr:`malformed` is incremented and a warning names the query. A request that fails (after the engine's own
     retries) costs only its window: the window keeps its order, :attr:`failed` is incremented and a warning names the
@@ -244,9 +253,25 @@ class ListwiseReranker(Rebuildable, pt.Transformer, UsageStats):
         return 6 * self.window + 32 if self.prompt == 'rankllm' else 2048 + 6 * self.window
 
     def doc_fit(self, query: str, num_docs: int) -> int:
-        """Tokens per document that fit the context in a window of ``num_docs`` for ``query`` (may be < 1)."""
+        """Tokens per document that fit the context in a window of ``num_docs`` for ``query`` (may be < 1).
+
+        Each document line also costs its identifier and line break (:meth:`line_tokens`, at least 4 tokens)."""
         overhead = self.engine.count_conversation_tokens(self.template.messages(query=query, n=num_docs, docs=''))
-        return (self.engine.context_length - overhead - self.generation_tokens()) // max(1, num_docs) - 4
+        return (self.engine.context_length - overhead - self.generation_tokens()) // max(1, num_docs) \
+            - self.line_tokens(num_docs)
+
+    def line_tokens(self, num_docs: int) -> int:
+        """Tokens per document line besides the document (``[i] `` and the line break) in a window of ``num_docs``,
+        as the engine counts them: at least 4. A tokenizer that writes each digit as a token (Qwen's) takes 5 for
+        ``[10]`` to ``[99]``, so a window of 20 long documents overflowed the room kept for the answer by 11 tokens."""
+        context = int(self.engine.context_length)
+        known = self.__dict__.setdefault('_line_tokens', {})
+        if (num_docs, context) not in known:
+            count = self.engine.count_conversation_tokens
+            framing = (count(self.conversation('', [''] * num_docs))
+                       - count(self.template.messages(query='', n=num_docs, docs='')))
+            known[num_docs, context] = max(4, -(-framing // max(1, num_docs)))
+        return known[num_docs, context]
 
     def check_room(self, sizes) -> None:
         """Raise, before any request, when the prompt of a window of ``n`` documents (``n`` in ``sizes``) and

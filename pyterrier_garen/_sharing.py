@@ -224,7 +224,9 @@ def _check_unpacked(package: Path, out: Path) -> None:
     import pyterrier as pt
     try:
         read_meta_file(out, fix='')
-        pt.Artifact.load(str(out))
+        artifact = pt.Artifact.load(str(out))
+        if getattr(artifact, 'has_summaries', None) is not None and artifact.meta.get('summaries') is not None:
+            artifact.summary_record(0)  # the summaries it records are there and readable (opening reads none)
     except Exception as ex:  # noqa: BLE001 - whatever the artifact's class raises, said in the one line
         if isinstance(ex, OSError) and resource_error(ex, out, 'read') is not ex:
             raise

@@ -477,7 +477,8 @@ def remove_leftovers(path: Path) -> None:
             except ValueError:
                 return
             finished = meta['summaries']
-            if isinstance(run, dict) and run.get('summarizer') == finished.get('summarizer') and \
+            if isinstance(run, dict) and isinstance(finished, dict) and \
+                    run.get('summarizer') == finished.get('summarizer') and \
                     run.get('started') == finished.get('run_started', run.get('started')):
                 # killed between the last two steps of a finished run (not a later run of the same summariser,
                 # which retries failed groups or summarises again with overwrite: that one resumes)

@@ -74,16 +74,22 @@ def _evaluate(run: pd.DataFrame, qrels: pd.DataFrame, qids: Sequence[str]) -> pd
 
 
 
-def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = None) -> pd.DataFrame:
+def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = None, *,
+                  context: Optional[str] = None) -> pd.DataFrame:
     """The topics of ``dataset`` with at least one relevant label (``label > 0``) in ``qrels``, in the dataset's
     order; the first ``num_queries`` of them when given: the queries every sweep and diagnostic script evaluates.
 
     Raises:
-        ValueError: for a ``num_queries`` that is not None or a positive integer.
+        ValueError: for a ``num_queries`` that is not None or a positive integer; with ``context`` (the caller's
+            name, which starts the message), also when no query has a relevant label: nothing could be measured.
     """
     check_int('num_queries', num_queries, low=1, none_ok=True, note='None: every judged query')
-    topics = dataset.get_topics()
-    topics = topics[topics.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
+    every = dataset.get_topics()
+    topics = every[every.qid.astype(str).isin(set(qrels[qrels.label > 0].qid.astype(str)))]
+    if context is not None and topics.empty:
+        raise ValueError(f'{context}: none of the {len(every)} queries of {dataset!r} has a relevant document (a '
+                         'label above 0) in the qrels, so there is nothing to measure; check the qrels (relevant '
+                         'documents need a positive label)')
     return topics.head(num_queries) if num_queries else topics
 
 def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
@@ -272,7 +278,7 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
     dataset = prepared.dataset
     stored = dataset.get_qrels()
     qrels = evaluation_qrels(dataset) if qrels is None else qrels
-    topics = judged_topics(dataset, qrels, num_queries)
+    topics = judged_topics(dataset, qrels, num_queries, context='strength_sweep')  # before any run
     qids = topics.qid.astype(str).tolist()
     first = bm25_first_stage(prepared)(topics)
     check_first_stage(first, topics, context='strength_sweep')
@@ -301,10 +307,14 @@ def strength_sweep(prepared, *, sigmas: Sequence[float] = (0.25, 0.5, 1.0, 2.0),
                 names = [s for s in systems if depends[s] or i == 0]
                 if not names and not variants:
                     continue
-                pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker, navigators[pseed],
-                                          budget=b, first_stage=source, systems=names, fusion=fusion,
-                                          tail_fusion=tail_fusion, fusion_head=fusion_head,
-                                          observed_fusion=observed_fusion, head_rerank=head_rerank, **options)
+                with warnings.catch_warnings():
+                    if i > 0:  # the first partition's call named every system this budget leaves no step
+                        warnings.filterwarnings('ignore', message=r'budget=\d+ leaves .* no adaptive step',
+                                                category=UserWarning)
+                    pipelines = build_systems(dataclasses.replace(prepared, groups=groups), reranker,
+                                              navigators[pseed], budget=b, first_stage=source, systems=names,
+                                              fusion=fusion, tail_fusion=tail_fusion, fusion_head=fusion_head,
+                                              observed_fusion=observed_fusion, head_rerank=head_rerank, **options)
                 for name, kwargs in (variants or {}).items():
                     pipelines[name] = source >> GAREN(reranker, groups, navigators[pseed], budget=b,
                                                       **{**options, **head, **kwargs})

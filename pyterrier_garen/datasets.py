@@ -24,6 +24,9 @@ DATA_ENV = 'GAREN_DATA'
 _CONTROL = re.compile('[\x00-\x08\x0b-\x1f\x7f-\x9f]')  # control characters a query must not carry
 DECLARATION = 'collection.json'
 _INTEGER = re.compile('[-+]?[0-9]+')  # a relevance label: ASCII digits only
+# a first line of queries.tsv with these two columns is a header (as a TSV export writes one), not a query
+_HEADER_IDS = {'qid', 'query_id', 'query-id', 'queryid', 'id', '_id', 'topic', 'topic_id'}
+_HEADER_TEXTS = {'query', 'text', 'query_text', 'title', 'question'}
 _GRADES = ('write relevance labels as small integer grades (0 or below: not relevant; 1, 2, ...: relevant), '
            'as trec_eval reads them')
 
@@ -102,9 +105,9 @@ class LocalDataset(pt.datasets.Dataset):
 
     Files are read as UTF-8 (a leading byte-order mark is ignored). Problems raise :class:`ValueError` naming the
     file and line: bytes that are not UTF-8, malformed JSON, a missing, empty, duplicate or non-string docno, a
-    ``text``/``title`` that is not a string, a query line without exactly one tab, an empty or duplicate qid, a
-    file with no documents or no queries. Qrels that name unknown documents or queries are harmless for evaluation
-    and produce one warning with counts and the first of each (its value and line).
+    ``text``/``title`` that is not a string, a query line without exactly one tab, a header line, an empty or
+    duplicate qid, a file with no documents or no queries. Qrels that name unknown documents or queries are
+    harmless for evaluation and produce one warning with counts and the first of each (its value and line).
 
     Args:
         path: the folder of the collection.
@@ -237,6 +240,9 @@ class LocalDataset(pt.datasets.Dataset):
                                  f'{line[:80]!r}; replace tabs inside the query text by spaces')
             qid = _check_id(parts[0].strip(), 'qid', where)
             query = parts[1].strip()
+            if not rows and qid.lower() in _HEADER_IDS and query.lower() in _HEADER_TEXTS:  # read as a query 'qid'
+                raise ValueError(f'{where}: {line!r} is a header line, which queries.tsv does not have; remove it '
+                                 '(every line is "qid<TAB>query")')
             if _CONTROL.search(query):  # NUL and friends: PISA fails from inside on them
                 controls.append(lineno)
                 query = ' '.join(_CONTROL.sub(' ', query).split())

@@ -389,6 +389,34 @@ def test_summarizer_repair_round_fits_a_full_context():
     assert not records[0].get('fallback')
 
 
+def test_summarizer_repair_of_a_reply_cut_at_max_tokens_fits_the_context():
+    """A reply that ran to max_tokens (the usual unusable one) took the repair round's whole room: the repair request
+    overflowed the context (the stub asserts prompt + answer <= context, a server answers 400) and the group was
+    counted as a failed request, retried on every run. The reply is now cut to fit; with no room at all for a repair
+    round, none is sent and the group keeps its unusable reply."""
+    def responder(conversation):
+        if conversation[-1]['content'].startswith('Your reply could not be used'):
+            return None  # the rule answer: valid JSON
+        return 'truncated ' * 600
+    engine = StubEngine(context_length=1500, responder=responder)
+    big = [{'group': 0, 'docs': [{'docno': f'd{i}', 'text': ' '.join(f'w{i}x{j}' for j in range(300))}
+                                 for i in range(6)]}]
+    summarizer = LLMSummarizer(engine, max_tokens=600)
+    records = summarizer.summarize(big)
+    repair = engine.log[1][1][0]
+    assert engine.count_conversation_tokens(repair) + 600 <= 1500
+    assert repair[2]['role'] == 'assistant'
+    assert 0 < len(repair[2]['content'].split()) < 600
+    assert (summarizer.repaired, summarizer.fallbacks, summarizer.failed) == (1, 0, 0)
+    assert not records[0].get('fallback')
+
+    tight = StubEngine(context_length=530, responder=lambda c: 'not json')  # room for the prompt, not for a repair
+    summarizer = LLMSummarizer(tight, max_tokens=100)
+    record, = summarizer.summarize([{'group': 0, 'docs': [{'docno': 'd0', 'text': 'some words here'}]}])
+    assert len(tight.log) == 1  # no repair request
+    assert (record['fallback_reason'], summarizer.failed, summarizer.fallbacks) == ('unusable_reply', 0, 1)
+
+
 def test_summarizer_a_failed_request_costs_only_its_group():
     def responder(conversation):
         if 'shared1' in conversation[1]['content']:

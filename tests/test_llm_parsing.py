@@ -25,6 +25,19 @@ def test_parse_ranking_examples(text, n, expected):
     assert parse_ranking(text, n) == expected
 
 
+@pytest.mark.parametrize(('text', 'expected'), [
+    ('[3] > [1] > [2]. This is my document ranking.', [2, 0, 1]),
+    ('<answer>[3] > [1] > [2]</answer> Document ranking done.', [2, 0, 1]),
+    ('<answer>[3] > [1] > [2]</answer>\n<answer>', [2, 0, 1]),
+    ('<answer></answer> [3] > [1] > [2]', [2, 0, 1]),
+    ('[Document Ranking]\n[3] > [1] > [2]\nThat is the document ranking.', [2, 0, 1]),
+])
+def test_a_mark_or_answer_tag_with_no_ranking_after_it_does_not_hide_the_ranking(text, expected):
+    # the last "document ranking" mark and the last <answer> tag were taken as the start of the answer even with no
+    # identifier after them: a well-formed ranking was counted as malformed and the window kept its order
+    assert check_ranking(text, 3) == (expected, None)
+
+
 def test_dedupe_out_of_range_and_backfill():
     permutation, problem = check_ranking('[4] > [4] > [9] > [0] > [2]', 5)
     assert permutation == [3, 1, 0, 2, 4]

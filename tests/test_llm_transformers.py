@@ -89,3 +89,25 @@ def test_prompts_beyond_the_context_are_refused_and_repr_rebuilds(engines):
     assert repr(engine).startswith("TransformersEngine('")
     assert "device='cpu'" in repr(engine)
     assert engine.context_length == 4096
+
+
+def test_a_cut_never_splits_a_character_on_either_route(engines):
+    """A byte-level tokenizer spreads an emoji over several tokens: a cut between them decoded to U+FFFD, a character
+    the document did not have, which re-encoded to more tokens than the cut kept. Both routes (this tokenizer, and a
+    server's /tokenize + /detokenize, here answered by the same tokenizer) cut before the character."""
+    from pyterrier_garen._engines._tokens import ServerTokenizer
+    engine = engines[0]
+    tok = engine.tokenizer
+
+    def post(path, body):
+        if path == '/tokenize':
+            return {'tokens': tok.encode(body['prompt'], add_special_tokens=False)}
+        return {'prompt': tok.decode(body['tokens'])}
+    server = ServerTokenizer(post, lambda fn, items: [fn(item) for item in items], 'm')
+    text = 'ab ' + '\U0001F600' * 6
+    assert len(tok.encode('\U0001F600', add_special_tokens=False)) > 1  # the case: one character, several tokens
+    for limit in range(0, engine.count_tokens(text) + 1):
+        cut = engine.truncate(text, limit)
+        assert text.startswith(cut), (limit, cut)
+        assert engine.count_tokens(cut) <= limit
+        assert server.truncate_many([text], limit) == [cut]

@@ -242,6 +242,43 @@ def test_a_refused_key_stops_at_once():
     assert call.calls == [['a', 'k'], ['a'], ['k']]
 
 
+class Down(ValueError):
+    server_down = True
+
+
+class Outage(Flaky):
+    """Flaky whose contents in ``down`` fail as a server that is down (``server_down``)."""
+
+    def __init__(self, down=(), **kwargs):
+        super().__init__(**kwargs)
+        self.down = set(down)
+
+    def __call__(self, batch):
+        contents = [c[0]['content'] for c in batch]
+        if self.down & set(contents):
+            self.calls.append(contents)
+            raise Down(f'down {sorted(self.down & set(contents))}')
+        return super().__call__(batch)
+
+
+def test_two_requests_in_a_row_failing_as_a_server_that_is_down_end_the_batch():
+    call = Outage(down={'b', 'c', 'd', 'e'})
+    answers, errors = base._each(call, _conversations('a', 'b', 'c', 'd', 'e'))
+    assert [None if a is None else a.text for a in answers] == ['ok:a', None, None, None, None]
+    assert call.calls == [['a', 'b', 'c', 'd', 'e'], ['a'], ['b'], ['c']]  # d and e are not sent
+    assert errors[:3] == [None, "Down: down ['b']", "Down: down ['c']"]
+    assert errors[3:] == ["not sent: the batch and the 2 requests asked alone before this one failed "
+                          "(Down: down ['c'])"] * 2
+
+
+def test_a_request_that_works_or_fails_for_itself_breaks_the_run_of_server_failures():
+    call = Outage(down={'a', 'c', 'e'}, bad={'d'})
+    answers, errors = base._each(call, _conversations('a', 'b', 'c', 'd', 'e', 'f'))
+    assert [None if a is None else a.text for a in answers] == [None, 'ok:b', None, None, None, 'ok:f']
+    assert call.calls == [['a', 'b', 'c', 'd', 'e', 'f'], ['a'], ['b'], ['c'], ['d'], ['e'], ['f']]
+    assert errors[3] == "ValueError: bad ['d']"
+
+
 def test_an_engine_that_answers_too_few_is_an_error():
     with pytest.raises(RuntimeError, match=r'^the engine returned 1 answers for 2 conversations; an Engine must '
                                            r'answer every conversation, in order$'):

@@ -4,6 +4,7 @@ embedding scorer's edges.
 
 Written after the seventeenth mutation run (docs/testing.md) found these unpinned.
 """
+import re
 import warnings
 
 import numpy as np
@@ -86,6 +87,28 @@ def test_documents_cut_to_their_budget_fill_the_context_to_the_documented_bound(
     slack = 700 - engine.count_conversation_tokens(conversation) - kwargs['max_tokens']
     assert 3 * n <= slack < 4 * n
     assert kwargs == {'max_tokens': 6 * 4 + 32, 'stop': ['</answer>']}
+
+
+class DigitEngine(StubEngine):
+    """The stub, counting as a byte-level tokenizer that writes each digit as a token (Qwen's): ``[12]`` is four
+    tokens ``[ 1 2 ]`` and a line break one, so a line ``[i] doc`` takes the 4 tokens it was allowed besides the
+    document up to ``[9]``, and 5 from ``[10]``."""
+
+    def count_tokens(self, text):
+        return len(text.split()) + sum(len(digits) + 1 for digits in re.findall(r'\[(\d+)\]', text)) \
+            + text.count('\n')
+
+
+def test_identifiers_of_several_digits_are_counted_in_the_window():
+    # window 20: [10] to [20] take one token more than the 4 a line was allowed, so the prompt took 11 tokens of the
+    # answer's room (the stub asserts prompt + max_tokens <= context on every request)
+    engine = DigitEngine(context_length=2000)
+    reranker = ListwiseReranker(engine, window=20, stride=10)
+    reranker(docs_frame([' '.join(['w'] * 1000)] * 20))
+    (_, (conversation,), kwargs), = engine.log
+    assert 2000 - engine.count_conversation_tokens(conversation) - kwargs['max_tokens'] >= 0
+    assert reranker.line_tokens(20) == 5
+    assert reranker.line_tokens(4) == 4
 
 
 def document_lengths(engine):

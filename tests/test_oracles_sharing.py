@@ -188,3 +188,25 @@ def test_a_package_that_differs_from_its_record_is_named_with_the_record(tmp_pat
         load_package(package)
     assert str(info.value) == _refused(package, 'differs from what was built (its sha256 is not the expected_sha256 '
                                                 'of groups.tar.lz4.json): it is truncated or damaged')
+
+
+def test_summaries_the_record_names_must_be_in_the_package(tmp_path):
+    # a GroupCorpusGraph whose recorded summaries.jsonl is gone opens (summarize repairs it in place), so neither
+    # building nor loading a package may take opening for "whole": the recipient's summaries would fail at first use
+    from pyterrier_garen import ArtifactError, ExtractiveSummarizer
+    groups = _groups(tmp_path / 'groups')
+    groups.summarize(ExtractiveSummarizer(), [{'docno': f'd{i}', 'text': f'word{i}'} for i in range(6)])
+    files = {name: (Path(groups.path) / name).read_bytes() for name in sorted(os.listdir(groups.path))}
+    package = _tar(tmp_path / 'share' / 'g.tar.lz4', [_member(n, d) for n, d in files.items()
+                                                      if n != 'summaries.jsonl'])
+    with pytest.raises(_sharing.PackageError) as info:
+        load_package(package)
+    assert str(info.value) == _refused(package, 'holds no artifact that opens (ArtifactError: summaries.jsonl is '
+                                                'missing, but pt_meta.json records 3 summaries; summarise again '
+                                                '(summarize, or groups.summarize(summarizer, dataset)), or rebuild or '
+                                                're-download the artifact)')
+    assert sorted(os.listdir(tmp_path / 'share')) == ['g.tar.lz4']
+    os.unlink(Path(groups.path) / 'summaries.jsonl')
+    with pytest.raises(ArtifactError, match='summaries.jsonl is missing, .*; refusing to package it'):
+        groups.build_package(str(tmp_path / 'share' / 'h.tar.lz4'), verbose=False)
+    assert sorted(os.listdir(tmp_path / 'share')) == ['g.tar.lz4']

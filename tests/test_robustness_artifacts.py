@@ -288,3 +288,28 @@ def test_bad_partition_parameters_build_nothing(tmp_path, kwargs, words):
 def test_bad_summarize_batch_size(built):
     with pytest.raises(ValueError, match='batch_size must be a positive integer, got 0'):
         built.summarize(ExtractiveSummarizer(), _corpus(), batch_size=0)
+
+
+def test_deleted_summaries_are_named_and_summarize_overwrite_repairs_them(built, tmp_path, capsys):
+    # pt_meta.json records summaries whose file is gone: opening failed first, so summarize --overwrite (the fix the
+    # damaged-file errors name) could not repair it; only build-groups --overwrite could
+    from pyterrier_garen.__main__ import main
+    corpus = tmp_path / 'corpus'
+    corpus.mkdir()
+    (corpus / 'docs.jsonl').write_text(''.join(json.dumps(d) + '\n' for d in _corpus()))
+    (corpus / 'queries.tsv').write_text('q1\tword1\n')
+    (corpus / 'qrels.txt').write_text('q1 0 d001 1\n')
+    built.summarize(ExtractiveSummarizer(), _corpus())
+    kept = (built.path / 'summaries.jsonl').read_bytes()
+    os.unlink(built.path / 'summaries.jsonl')
+    lost = (f'{built.path}/summaries.jsonl is missing, but pt_meta.json records 10 summaries; summarise again '
+            '(summarize, or groups.summarize(summarizer, dataset)), or rebuild or re-download the artifact')
+    with pytest.raises(ArtifactError) as info:
+        GroupCorpusGraph(built.path).summary(0)  # never read as groups without summaries
+    assert str(info.value) == lost
+    with pytest.raises(ArtifactError, match='failed validation: ' + lost.replace('(', r'\(').replace(')', r'\)')):
+        GroupCorpusGraph(built.path).validate()
+    main(['summarize', '--groups', str(built.path), '--dataset', str(corpus), '--overwrite'])
+    assert (built.path / 'summaries.jsonl').read_bytes() == kept
+    assert GroupCorpusGraph(built.path).validate()['summaries'] == 10
+    capsys.readouterr()

@@ -49,11 +49,17 @@ def test_bom_is_dropped(tmp_path):
     (b'q 1\thello\n', "qid 'q 1' contains whitespace"),
     (b'q1\ta\nq1\tb\n', "line 2: duplicate qid 'q1'"),
     (b'\n\n', 'holds no queries'),
+    (b'qid\tquery\nq1\thello\n', r"line 1: 'qid\\tquery' is a header line, which queries.tsv does not have; remove"),
+    (b'\nquery-id\ttext\nq1\thello\n', 'line 2: .* is a header line'),
 ])
 def test_bad_queries(tmp_path, queries, words):
     ds = _write(tmp_path, queries=queries)
     with pytest.raises(ValueError, match=words):
         ds.get_topics()
+
+
+def test_a_query_named_like_a_header_below_the_first_line_is_a_query(tmp_path):
+    assert _write(tmp_path, queries=b'q1\thello\nid\ttext\n').get_topics().qid.tolist() == ['q1', 'id']
 
 
 @pytest.mark.parametrize(('line', 'words'), [

@@ -151,3 +151,68 @@ prepare(LocalDataset({str(dataset.path)!r}), {str(work)!r}, graph='bm25', vector
     assert (work / 'bm25.pisa' / 'pt_meta.json').stat().st_mtime_ns == pisa_built  # reused, not rebuilt
     assert [p.name for p in work.iterdir() if p.name.startswith('.')] == []
     assert prepared.groups.validate()['summaries'] == prepared.groups.num_groups
+
+
+SHUTDOWN = '''
+import atexit, pathlib, time
+import numpy as np
+from pyterrier_garen import ExtractiveSummarizer, GroupCorpusGraph
+from pyterrier_garen.__main__ import main
+folder = pathlib.Path({folder!r})
+
+def at_exit():  # a library's exit callback, registered during the command (torch's, Ray's)
+    (folder / 'atexit').write_text('x')
+    time.sleep(20)
+
+class Teardown:  # a module global finalised in Python's teardown, after the default SIGINT handler is back
+    def __del__(self, folder=folder, sleep=time.sleep):  # the module's globals are gone by then
+        (folder / 'teardown').write_text('x')
+        sleep(1)
+        (folder / 'torn-down').write_text('x')
+
+real = ExtractiveSummarizer.summarize
+def summarize(self, groups):
+    if {point!r} == 'atexit':
+        atexit.register(at_exit)
+    return real(self, groups)
+ExtractiveSummarizer.summarize = summarize
+keep = Teardown()
+docnos = [f'd{{i:02d}}' for i in range(24)]
+edges = np.stack([(np.arange(1, 4) + i) % 24 for i in range(24)])
+GroupCorpusGraph.from_arrays(folder / 'g', docnos, edges, np.full(edges.shape, .5, dtype=np.float32),
+                             labels=np.arange(24) // 4, max_group_size=4)
+main(['summarize', '--groups', str(folder / 'g'), '--dataset', str(folder / 'c')])
+'''
+
+
+@pytest.mark.parametrize(('point', 'status'), [('atexit', 130), ('teardown', 0)])
+def test_ctrl_c_during_the_shutdown_of_a_finished_summarize(tmp_path, point, status):
+    # the run had finished; a Ctrl-C in Python's shutdown printed a traceback (an atexit callback) or killed the
+    # process by SIGINT (status -2, not a word: Python's default handler is back in the teardown)
+    from pyterrier_garen._errors import SHUT_DOWN
+    (tmp_path / 'c').mkdir()
+    (tmp_path / 'c' / 'docs.jsonl').write_text(''.join(json.dumps({'docno': f'd{i:02d}', 'text': f'word{i % 5} x'})
+                                                       + '\n' for i in range(24)))
+    (tmp_path / 'c' / 'queries.tsv').write_text('q1\tword1\n')
+    (tmp_path / 'c' / 'qrels.txt').write_text('q1 0 d01 1\n')
+    proc = subprocess.Popen([sys.executable, '-c', SHUTDOWN.format(folder=str(tmp_path), point=point)], env=ENV,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / point).exists():
+            assert proc.poll() is None, proc.stderr.read()[-2000:]
+            assert time.monotonic() < deadline, 'the command did not reach its shutdown in time'
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == status, err[-2000:]
+    assert 'Traceback' not in err
+    assert 'Exception ignored' not in err
+    assert err.rstrip().endswith(SHUT_DOWN) == (status == 130)
+    assert json.loads(out.splitlines()[-1])['count'] == 6  # the results are printed and kept
+    assert GroupCorpusGraph(tmp_path / 'g').validate()['summaries'] == 6
+    assert (tmp_path / 'torn-down').exists() == (point == 'teardown')  # the teardown ran to its end, undisturbed

@@ -249,6 +249,26 @@ def test_docno_not_in_artifact_has_no_group(tmp_path):
         groups.group_members(9)
 
 
+@pytest.mark.parametrize('make', [
+    lambda g: GAREN(DictScorer({}), g, DictScorer({}), window=4, keep=2, budget=8),
+    lambda g: SlideGAR(DictScorer({}), g, window=4, keep=2, budget=8),
+    lambda g: RGS(DictScorer({}), g, budget=8),
+    lambda g: GAR(DictScorer({}), g, num_results=8, batch_size=4),
+], ids=['GAREN', 'SlideGAR', 'RGS', 'GAR'])
+def test_a_first_stage_over_other_docnos_than_the_graph_is_named(tmp_path, make):
+    search = make(_groups(tmp_path))  # docnos d00 ... d19
+    with warnings.catch_warnings():
+        warnings.simplefilter('error')  # the graph's own docnos: not a word
+        search(first_stage(['d00', 'd01', 'd02']))
+    name = type(search).__name__
+    with pytest.warns(UserWarning, match=rf"^{name}: 2 of the 3 documents at the top of the first stage \(its first "
+                                         r"20 per query\) are not in the graph \(e\.g\. docno 'd1'\); the search "
+                                         r're-ranks them but follows no link from them\. .*read runs with '
+                                         r'dtype=str\)$') as record:
+        search(first_stage(['d00', 'd1', 'd2']))  # a run read with numbers, leading zeros lost
+    assert sum('not in the graph' in str(w.message) for w in record) == 1
+
+
 class OddEngine(Engine):
     """A custom engine whose yes/no probabilities are unusable."""
     model = 'odd'

@@ -233,3 +233,16 @@ def test_a_corpus_yielding_a_docno_twice_is_named_before_the_graph_is_built(gaps
     assert str(info.value) == ("Twice() yields docno 'd1' twice (again as document 3); docnos must be unique: remove "
                                'or rename the duplicate documents')
     assert not (tmp_path / 'graph').exists()
+
+
+def test_a_collection_of_one_document_is_refused_before_the_workdir_is_made(tmp_path, monkeypatch):
+    monkeypatch.setenv('GAREN_CACHE', str(tmp_path / 'cache'))
+    (tmp_path / 'one').mkdir()
+    (tmp_path / 'one' / 'docs.jsonl').write_text('{"docno": "007", "text": "a lone document"}\n')
+    (tmp_path / 'one' / 'queries.tsv').write_text('1\tlone\n')
+    with pytest.raises(ValueError, match=r"has 1 document\(s\); GAREN needs a collection of at least two$"):
+        prepare(LocalDataset(tmp_path / 'one'))
+    assert not (tmp_path / 'cache').exists()  # no empty workdir left in the cache (it held prepare.json alone)
+    with pytest.raises(ValueError, match='at least two'):
+        prepare(LocalDataset(tmp_path / 'one'), tmp_path / 'w')
+    assert not (tmp_path / 'w').exists()

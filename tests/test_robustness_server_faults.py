@@ -302,3 +302,72 @@ def test_unusable_log_probabilities_are_counted(yes, no):
             out = engine.yes_no([[{'role': 'user', 'content': 'x'}]])
     assert out[0].probability == 0.5
     assert engine.unscored_yes_no == 1
+
+
+
+@pytest.mark.parametrize(('top', 'chosen', 'counts'), [
+    ([{'token': 'yes', 'logprob': None}, {'token': 'no', 'logprob': None}], {'token': 'yes', 'logprob': None}, (1, 0)),
+    ([{'token': None, 'logprob': None}], {'token': None, 'logprob': None}, (1, 0)),
+    ([{'token': 'yes', 'logprob': 'n/a'}, {'token': 'no', 'logprob': -2.0}], {'token': 'no', 'logprob': -2.0}, (0, 1)),
+    ([{'token': 'yes', 'logprob': None}], {'token': 'yes', 'logprob': -0.5}, (0, 1)),  # the chosen token's own value
+])
+def test_null_or_text_log_probabilities_are_missing_values_not_a_failed_request(top, chosen, counts):
+    """A null (or text) log-probability or token reached float() and raised: the request counted as failed (the row
+    scored 0, and the batch was sent again one conversation at a time) instead of being read as a missing value:
+    unscored (0.5) when neither token has one, inexact when one of them has."""
+    from pyterrier_garen import OpenAIEngine
+    answer = completion('yes', {'content': [{**chosen, 'bytes': None, 'top_logprobs': top}]})
+    with ScriptedServer([('ok', answer)]) as server:
+        engine = OpenAIEngine(server.url, 'm', max_retries=0, vllm_extensions=False, context_length=4096)
+        with pytest.warns(UserWarning, match='yes/no answers'):
+            out = engine.yes_no([[{'role': 'user', 'content': 'x'}]])
+        assert len(server.requests) == 1
+    assert out[0].probability == 0.5
+    assert (engine.unscored_yes_no, engine.inexact_yes_no) == counts
+
+
+ERROR_503 = ('raw', 503, b'<html>Service Unavailable</html>', {'Content-Type': 'text/html'})
+
+
+@pytest.mark.parametrize(('action', 'asked'), [
+    (ERROR_503, [6, 1, 1]),              # a server that is down: two requests asked alone in a row say so
+    (ERROR_500, [6, 1, 1, 1, 1, 1, 1]),  # an error of one request (a 500 may be): every request is asked alone
+])
+def test_a_server_that_is_down_costs_a_batch_two_requests_asked_alone_not_one_each(action, asked):
+    import pandas as pd
+
+    from pyterrier_garen import OpenAIEngine, YesNoScorer
+    frame = pd.DataFrame({'qid': ['q'] * 6, 'query': ['ocean'] * 6, 'docno': list('abcdef'), 'text': list('uvwxyz')})
+    with ScriptedServer([action]) as server:
+        engine = OpenAIEngine(server.url, 'm', max_retries=0, context_length=4096, vllm_extensions=False)
+        calls, yes_no = [], engine.yes_no
+        engine.yes_no = lambda batch, **kwargs: calls.append(len(batch)) or yes_no(batch, **kwargs)
+        scorer = YesNoScorer(engine, batch_size=6)
+        with pytest.warns(UserWarning, match='6 rows scored 0 because the engine request failed') as said:
+            out = scorer(frame)
+    assert calls == asked
+    assert scorer.failed == 6
+    assert list(out.score) == [0.0] * 6
+    assert ('not sent' in ' '.join(str(w.message) for w in said)) == (len(asked) < 7)
+
+
+def test_a_server_that_cannot_be_reached_or_hangs_is_down_and_a_refused_request_is_not():
+    from pyterrier_garen import OpenAIEngine
+    from pyterrier_garen._engines._openai import RequestFailed, RequestRefused
+
+    def ask(url, error, match='', timeout=60):
+        engine = OpenAIEngine(url, 'm', max_retries=0, timeout=timeout, context_length=4096, vllm_extensions=False)
+        with pytest.raises(error, match=match) as raised:
+            engine.generate([[{'role': 'user', 'content': 'ocean'}]], max_tokens=4)
+        return getattr(raised.value, 'server_down', None)
+
+    with ScriptedServer([SUMMARY]) as server:
+        closed = server.url
+    assert ask(closed, RequestFailed, 'APIConnectionError') is True
+    with ScriptedServer([('trickle', 240, 0.25)]) as server:
+        assert ask(server.url, RequestFailed, 'DeadlineExceeded', timeout=0.5) is True
+    with ScriptedServer([ERROR_500]) as server:
+        assert ask(server.url, RequestFailed, 'InternalServerError') is False
+    with ScriptedServer([('raw', 400, b'{"error": {"message": "too long"}}', {'Content-Type': 'application/json'})]) \
+            as server:
+        assert ask(server.url, RequestRefused) is None

@@ -361,3 +361,28 @@ def test_every_writer_names_path_cause_and_fix_on_a_full_disk(tiny, tmp_path, mo
     assert str(target) in message
     assert 'no space left on device' in message
     assert 'free some disk space' in message
+
+
+@pytest.mark.parametrize(('edit', 'words'), [
+    (lambda entry: 'x', r"entry is 'x', not an object"),  # was an AttributeError's traceback
+    (lambda entry: {**entry, 'count': str(entry['count'])}, r'entry has "count" \'8\', not an integer'),  # was
+    # "holds 8 records, pt_meta.json says 8"
+    (lambda entry: {k: v for k, v in entry.items() if k != 'summarizer'}, r'entry names no "summarizer"'),  # was
+    # "error: summarizer" (a KeyError)
+])
+def test_an_edited_summaries_record_is_named_and_summarize_overwrite_repairs_it(summarised, edit, words):
+    meta = json.loads((summarised.path / 'pt_meta.json').read_text())
+    meta['summaries'] = edit(meta['summaries'])
+    (summarised.path / 'pt_meta.json').write_text(json.dumps(meta))
+    (summarised.path / 'summaries.partial.json').write_text(json.dumps({'summarizer': ExtractiveSummarizer().config(),
+                                                                        'started': 1.0}))  # a run's leftover
+    said = (r'pt_meta.json: its "summaries" ' + words + r', unlike the record a summarisation writes; it was edited '
+            r'or damaged: summarise again with overwrite=True \(summarize --overwrite\)')
+    with pytest.raises(ArtifactError, match=said):
+        GroupCorpusGraph(summarised.path).summary(0)
+    with pytest.raises(ArtifactError, match=said):
+        GroupCorpusGraph(summarised.path).validate()
+    with pytest.raises(ArtifactError, match=said):
+        GroupCorpusGraph(summarised.path).summarize(ExtractiveSummarizer(), _corpus())
+    GroupCorpusGraph(summarised.path).summarize(ExtractiveSummarizer(), _corpus(), overwrite=True)
+    assert GroupCorpusGraph(summarised.path).validate()['summaries'] == 8

@@ -426,3 +426,38 @@ def test_a_variant_is_named_by_the_flag_the_caller_gives():
     with pytest.raises(ValueError, match=r"^--variant 'X': member_order must be one of \('first_stage', 'evidence'\), "
                                          r"got 'a=b'$"):
         analysis.parse_variants(['X:member_order="a=b"'])
+
+
+def test_qrels_without_a_relevant_document_are_refused_before_anything_runs(small, tmp_path):
+    """Labels 0 and below only: the sweep ran every system over no query, then failed inside its summary with
+    numpy's ``ufunc 'add' did not contain a loop`` (and the script after prepare had built every artifact)."""
+    import dataclasses
+    import shutil
+    root, prepared = small
+    folder = shutil.copytree(root / 'collection', tmp_path / 'unjudged')
+    lines = (folder / 'qrels.txt').read_text().splitlines()
+    (folder / 'qrels.txt').write_text(''.join(' '.join(line.split()[:3] + [str(-(i % 2))]) + '\n'
+                                              for i, line in enumerate(lines)))  # labels 0 and -1
+    dataset = garen.LocalDataset(folder)
+    said = (rf"^strength_sweep: none of the {len(dataset.get_topics())} queries of {re.escape(repr(dataset))} has a "
+            r'relevant document \(a label above 0\) in the qrels, so there is nothing to measure; check the qrels')
+    with pytest.raises(ValueError, match=said):
+        analysis.strength_sweep(dataclasses.replace(prepared, dataset=dataset), systems=['GAREN'], budget=40, **COMMON)
+    work = tmp_path / 'never'
+    with pytest.raises(ValueError, match=said):
+        load_example().main(['--dataset', str(folder), '--workdir', str(work), '--out', str(tmp_path / 'x.csv'),
+                             '--no-minilm', '--sigmas', '0.5', '--budget', '40'])
+    assert not work.exists()  # refused before prepare built anything
+
+
+def test_a_budget_that_leaves_no_adaptive_step_is_said_once_over_several_partitions(small):
+    """Each partition after the first runs only the systems that use the groups: it said the same advice again,
+    naming a subset of the systems."""
+    _, prepared = small
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter('always')
+        analysis.strength_sweep(prepared, systems=['Rerank', 'SlideGAR', 'GAREN'], budget=10, sigmas=(0.5,),
+                                noise_seeds=(0,), partition_seeds=(42, 43), minilm=False, navigator='vote')
+    said = [str(w.message) for w in record if 'no adaptive step' in str(w.message)]
+    assert len(said) == 1, said
+    assert said[0].startswith('budget=10 leaves SlideGAR, GAREN no adaptive step')

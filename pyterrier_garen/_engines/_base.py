@@ -361,9 +361,18 @@ class Engine:
         """Tokens of a conversation's texts plus a small allowance per message for the chat template."""
         return sum(self.count_tokens(m.get('content') or '') + 8 for m in conversation)
 
+#: requests asked alone in a row that may fail with a ``server_down`` error before the rest of their batch is not sent
+SERVER_DOWN_AFTER = 2
+
+
 def _each(call, conversations: Sequence[Conversation]):
     """``(answers, errors)`` of one batch call; when the batch fails, each conversation is asked alone, so that a
-    request that fails (after the engine's own retries) costs only its own answer: ``None``, with the error text."""
+    request that fails (after the engine's own retries) costs only its own answer: ``None``, with the error text.
+
+    An exception whose class has ``server_down = True`` (the server could not be reached or did not answer in time,
+    after every retry) says nothing about its request: after :data:`SERVER_DOWN_AFTER` of them in a row, the rest of
+    the batch is answered ``None`` without being sent, so a server that hangs costs a batch a few timeouts, not one
+    per conversation (hours for a batch of summaries)."""
     conversations = list(conversations)
     try:
         answers = list(call(conversations))
@@ -378,15 +387,24 @@ def _each(call, conversations: Sequence[Conversation]):
                                'an Engine must answer every conversation, in order')
         return answers, [None] * len(conversations)
     answers, errors = [], []
+    down, skipped = 0, ''  # requests asked alone in a row that failed as a down or hung server fails them; why
     for conversation in conversations:
+        if down == SERVER_DOWN_AFTER:  # the rest would each wait out the engine's retries and timeouts in turn
+            answers.append(None)
+            errors.append(skipped)
+            continue
         try:
             answers.append(call([conversation])[0])
             errors.append(None)
+            down = 0
         except (AccessRefused, AnswerTokenError):
             raise
         except Exception as ex:  # noqa: BLE001
             answers.append(None)
             errors.append(f'{type(ex).__name__}: {ex}')
+            down = down + 1 if getattr(ex, 'server_down', False) else 0
+            skipped = (f'not sent: the batch and the {down} requests asked alone before this one failed '
+                       f'({errors[-1]})')
     return answers, errors
 
 

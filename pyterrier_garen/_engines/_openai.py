@@ -59,8 +59,15 @@ def _names_missing_model(ex: BaseException, model: str) -> bool:
 
 class RequestFailed(RuntimeError):
     """A request still failed after every retry (the server is down, overloaded or too slow). Components count it
-    per item; where it ends a run (a token count the prompt needs), the command line says it in one line (status 1)."""
+    per item; where it ends a run (a token count the prompt needs), the command line says it in one line (status 1).
+
+    ``server_down`` is True when the last attempt could not reach the server, timed out, or met a gateway's 502/503/504:
+    nothing about the request itself, so the rest of its batch is not sent one by one (see ``generate_each``)."""
     exit_status = 1
+
+    def __init__(self, message: str, server_down: bool = False):
+        super().__init__(message)
+        self.server_down = server_down
 
 
 def _check_completion(response):
@@ -353,11 +360,13 @@ class OpenAIEngine(Rebuildable, Engine):
             index = (start + attempt) % len(self._clients)
             with self._lock:
                 self.requests_per_server[index] += 1
-            message, refused = None, False
+            message, refused, down = None, False, False
             try:
                 return self._with_deadline(index, fn, completion)
             except retryable as ex:  # other errors (400: prompt too long, 404: unknown model, ...) are raised
                 if attempt == self.max_retries:
+                    down = (isinstance(ex, (openai.APIConnectionError, DeadlineExceeded))
+                            or getattr(ex, 'status_code', None) in (502, 503, 504))
                     message = (f'request to {self._urls[index]} failed after {attempt + 1} attempts '
                                f'({type(ex).__name__}: {str(ex)[:300]}); check that the server is up and serves '
                                f'{self.model!r}, or raise timeout=/max_retries= (--timeout/--max-retries)')
@@ -377,7 +386,9 @@ class OpenAIEngine(Rebuildable, Engine):
                                 '--served-model-name NAME sets it)')
                     refused = ModelNotServed
             if message is not None:  # raised outside the handler: the original (which may quote the key) is dropped
-                raise (refused or RequestFailed)(redact(message, self._key))
+                if refused:
+                    raise refused(redact(message, self._key))
+                raise RequestFailed(redact(message, self._key), server_down=down)
             time.sleep(delay)
         raise AssertionError('unreachable')  # pragma: no cover
 
@@ -538,8 +549,10 @@ class OpenAIEngine(Rebuildable, Engine):
                  'return_tokens_as_token_ids': True} if by_id else {}
         inexact, unscored = [0], [0]
 
-        def pick(candidates: Dict[str, float], exact: bool) -> Generation:
-            candidates = {t: v for t, v in ((t, usable_logprob(v)) for t, v in candidates.items()) if v is not None}
+        def pick(candidates: Dict[Any, Any], exact: bool) -> Generation:
+            # as the server sent them: a null, a string or a missing token is no log-probability (not a crash)
+            candidates = {t: v for t, v in ((t, usable_logprob(v)) for t, v in candidates.items())
+                          if v is not None and isinstance(t, str)}
             yes_lp = no_lp = None
             for token, logprob in candidates.items():
                 if exact and token.startswith('token_id:'):
@@ -571,15 +584,16 @@ class OpenAIEngine(Rebuildable, Engine):
                 content = (choice.logprobs.content or []) if choice.logprobs else []
                 candidates = {}
                 if content:
-                    candidates = {t.token: float(t.logprob) for t in content[0].top_logprobs or []}
-                    candidates.setdefault(content[0].token, float(content[0].logprob))
+                    candidates = {t.token: t.logprob for t in content[0].top_logprobs or []}
+                    if usable_logprob(candidates.get(content[0].token)) is None:
+                        candidates[content[0].token] = content[0].logprob
             else:
                 response, ext = self._send(lambda ext: lambda c: c.completions.create(
                     max_tokens=1, logprobs=2 if ext and by_id else self.top_logprobs,
                     **self._completion_kwargs(conversation, ext, extra if ext else None)))
                 choice = response.choices[0]
                 tops = (choice.logprobs.top_logprobs or []) if choice.logprobs else []
-                candidates = {t: float(lp) for t, lp in (tops[0] or {}).items()} if tops else {}
+                candidates = dict(tops[0] or {}) if tops else {}
             return self._usage(pick(candidates, ext and by_id), response, choice)
         result = self._map(one, conversations)
         why = ('the server does not take vLLM\'s logprob_token_ids' if not self._extensions else

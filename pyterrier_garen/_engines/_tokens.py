@@ -85,7 +85,21 @@ def hf_truncate(tokenizer: Any, text: str, max_tokens: int) -> str:
     ids = tokenizer.encode(text, add_special_tokens=False)
     if len(ids) <= max_tokens:
         return text
-    return tokenizer.decode(ids[:max(0, int(max_tokens))])
+    return whole_characters(lambda keep: tokenizer.decode(ids[:keep]), text, max(0, int(max_tokens)))
+
+
+def whole_characters(decode: Callable[[int], Optional[str]], text: str, keep: int) -> Optional[str]:
+    """``decode(keep)``, the text of the first ``keep`` ids, without a character cut in two: a byte-level tokenizer
+    spreads a character (an emoji, most CJK) over several tokens, and a cut between them decoded to a U+FFFD
+    replacement character, which was not the document's and may take more tokens than the part it replaced (up to
+    3 ids are given back, on every route alike; None when ``decode`` says None)."""
+    cut = decode(keep)
+    for _ in range(3):
+        if cut is None or keep <= 0 or not cut.endswith('\ufffd') or '\ufffd' in text:
+            break
+        keep -= 1
+        cut = decode(keep)
+    return cut
 
 
 class HFTokenizerMixin:
@@ -205,7 +219,8 @@ class ServerTokenizer:
             return None
         limit = max(0, int(max_tokens))
         long = [k for k, ids in enumerate(encoded) if len(ids) > limit]
-        decoded = self._map(lambda k: self._decode(encoded[k][:limit]), long)
+        decoded = self._map(lambda k: whole_characters(lambda keep: self._decode(encoded[k][:keep]), texts[k], limit),
+                            long)
         if any(text is None for text in decoded):
             return None
         result = list(texts)
