@@ -125,8 +125,9 @@ def command_errors():
     line ``error: ...`` on stderr and exit status 2 (or the run's own ``exit_status``), Ctrl-C says what was kept
     (exit status 130), and anything else, a bug, keeps its traceback. Inside it, any parser's usage error is one
     ``error:`` line too, as the package's command line gives it (the scripts build their parsers inside)."""
-    before = argparse.ArgumentParser.error
+    before, formatted = argparse.ArgumentParser.error, warnings.formatwarning
     argparse.ArgumentParser.error = _one_line_usage_error
+    warnings.formatwarning = plain_warning
     if not _SHUTDOWN:
         _shutdown_hooks()  # before the command's libraries register their exit callbacks
     status = 1  # a bug: its traceback
@@ -158,7 +159,19 @@ def command_errors():
         sys.exit(status)
     finally:
         argparse.ArgumentParser.error = before
+        warnings.formatwarning = formatted
         _ended(status)
+
+
+def plain_warning(message, category, filename, lineno, line=None) -> str:
+    """A warning as a command shows it: ``warning: <text>``, without the file, line and source line of the code that
+    warned (Python's form, ``.../_compare.py:427: UserWarning: ...`` and a line of the package's code, which tells a
+    user nothing); a warning of another kind than ``UserWarning`` (a library's deprecation) keeps its kind and
+    place. Set as ``warnings.formatwarning`` inside :func:`command_errors`, so filters, ``--strict`` and recorders
+    (pytest's) are unchanged."""
+    if category is UserWarning:
+        return f'warning: {message}\n'
+    return f'warning: {message} ({category.__name__}, {filename}:{lineno})\n'
 
 
 #: how the last command ended (``status``), for a Ctrl-C during Python's shutdown (:func:`_shutdown_hooks`)

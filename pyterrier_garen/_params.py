@@ -180,7 +180,9 @@ def parse_group_ids(values: Sequence[Any], num_groups: int, owner: Any) -> np.nd
         gid = int(text) if _GROUP_ID.fullmatch(text) else -1
         if not 0 <= gid < num_groups:
             raise ValueError(f'{owner!r}: docno {value!r} is not a group id of this artifact (ids run from 0 to '
-                             f'{num_groups - 1}); a navigator scores group ids, as GAREN sends them')
+                             f'{num_groups - 1}); a group navigator scores group ids, as GAREN sends them '
+                             '(DocGAREN\'s navigator scores documents: give it a document scorer such as '
+                             'VectorScorer)')
         ids[i] = gid
     return ids
 

@@ -331,7 +331,8 @@ class LocalDataset(pt.datasets.Dataset):
                         (('docno', docs_unknown), ('qid', qids_unknown)) if unknown.any()
                         for at in [unknown.argmax()]]  # the first of each, to find it by
             warnings.warn(f'{path}: {unknown_docs} qrels name docnos and {unknown_qids} name qids that are not in the '
-                          f'collection (e.g. {", ".join(examples)}); they cannot be retrieved and only lower recall',
+                          f'collection (e.g. {", ".join(examples)}); they cannot be retrieved and only lower recall '
+                          '(check that the qrels are this collection\'s, else remove those lines)',
                           stacklevel=2)
         if binary:
             qrels['label'] = (qrels.label > 0).astype(int)

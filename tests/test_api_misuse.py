@@ -126,7 +126,8 @@ def test_a_simulated_navigator_given_document_rows_names_them(four):
     with pytest.raises(ValueError) as info:
         navigator(pd.DataFrame({'qid': ['q1'], 'query': ['x'], 'docno': ['a']}))
     assert str(info.value) == (f"{navigator!r}: docno 'a' is not a group id of this artifact (ids run from 0 to 1); a "
-                               'navigator scores group ids, as GAREN sends them')
+                               'group navigator scores group ids, as GAREN sends them (DocGAREN\'s navigator scores '
+                               'documents: give it a document scorer such as VectorScorer)')
     scored = navigator(pd.DataFrame({'qid': ['q1', 'q1'], 'query': ['x', 'x'], 'docno': ['0', '1']}))
     assert scored.score.tolist()[:2] == [1.0, 0.0]  # noise 0: group 0 holds the relevant a, group 1 nothing
 

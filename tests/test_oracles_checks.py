@@ -88,7 +88,8 @@ def test_a_docno_that_is_not_a_group_id_is_refused_naming_it(docno):
     with pytest.raises(ValueError) as info:
         parse_group_ids(['0', docno], 3, Owner())
     assert str(info.value) == (f'Nav(): docno {docno!r} is not a group id of this artifact (ids run from 0 to 2); a '
-                               'navigator scores group ids, as GAREN sends them')
+                               'group navigator scores group ids, as GAREN sends them (DocGAREN\'s navigator scores '
+                               'documents: give it a document scorer such as VectorScorer)')
 
 
 @pytest.mark.parametrize('docno', ['1_0', '\uff12', '+1', '1e1', '0x1'])
@@ -97,7 +98,8 @@ def test_a_group_id_is_ascii_digits_only(docno):
     with pytest.raises(ValueError) as info:
         parse_group_ids([docno], 20, Owner())
     assert str(info.value) == (f'Nav(): docno {docno!r} is not a group id of this artifact (ids run from 0 to 19); a '
-                               'navigator scores group ids, as GAREN sends them')
+                               'group navigator scores group ids, as GAREN sends them (DocGAREN\'s navigator scores '
+                               'documents: give it a document scorer such as VectorScorer)')
 
 
 # --- _params: rebuild_repr, init_arguments, attributes -------------------------------------------------------------

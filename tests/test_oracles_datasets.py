@@ -425,14 +425,16 @@ def test_unknown_documents_and_queries_give_one_warning_with_counts(tmp_path):
         qrels = ds.get_qrels()
     assert [str(w.message) for w in caught] == [
         f'{tmp_path / "qrels.txt"}: 3 qrels name docnos and 2 name qids that are not in the collection (e.g. docno '
-        "'zz' on line 2, qid 'q3' on line 3); they cannot be retrieved and only lower recall"]
+        "'zz' on line 2, qid 'q3' on line 3); they cannot be retrieved and only lower recall "
+        "(check that the qrels are this collection's, else remove those lines)"]
     assert len(qrels) == 5
     only_qid = _write(tmp_path / 'b', queries=b'q1\ta\n', qrels=b'q1 0 d1 1\nq4 0 d1 1\n')
     with pytest.warns(UserWarning, match='not in the collection') as caught:
         only_qid.get_qrels()
     assert [str(w.message) for w in caught] == [
         f'{tmp_path / "b" / "qrels.txt"}: 0 qrels name docnos and 1 name qids that are not in the collection (e.g. '
-        "qid 'q4' on line 2); they cannot be retrieved and only lower recall"]
+        "qid 'q4' on line 2); they cannot be retrieved and only lower recall "
+        "(check that the qrels are this collection's, else remove those lines)"]
 
 
 def test_an_unknown_docno_is_given_with_the_line_of_the_file_it_is_on(tmp_path):
@@ -451,7 +453,7 @@ def test_the_unknown_qrels_are_told_once_per_collection_object(tmp_path):
         second = ds.get_qrels(binary=True)
     assert [str(w.message).split(': ', 1)[1] for w in caught] == [
         "1 qrels name docnos and 0 name qids that are not in the collection (e.g. docno 'zz' on line 2); they cannot "
-        'be retrieved and only lower recall']
+        'be retrieved and only lower recall (check that the qrels are this collection\'s, else remove those lines)']
     assert len(first) == len(second) == 2
     with pytest.warns(UserWarning, match='1 qrels name docnos'):  # another object of the same folder tells it again
         datasets.LocalDataset(tmp_path).get_qrels()

@@ -243,6 +243,33 @@ def test_each_warning_once_puts_the_display_back():
     assert warnings.showwarning is before
 
 
+COMMAND_THAT_WARNS = """
+import warnings
+from pyterrier_garen._errors import UsageError, command_errors
+before = warnings.formatwarning
+try:
+    with command_errors():
+        warnings.warn('budget=10 leaves GAR no adaptive step; use a larger budget')
+        warnings.warn('old option', FutureWarning)
+        raise UsageError('--budget is too small')
+finally:
+    assert warnings.formatwarning is before
+"""
+
+
+def test_a_command_shows_a_warning_as_one_warning_line_and_puts_the_format_back():
+    import subprocess
+    from pyterrier_garen._errors import plain_warning
+    done = subprocess.run([sys.executable, '-c', COMMAND_THAT_WARNS], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == ['warning: budget=10 leaves GAR no adaptive step; use a larger budget',
+                                        'warning: old option (FutureWarning, <string>:8)',
+                                        'error: --budget is too small']
+    assert plain_warning('x', RuntimeWarning, 'f.py', 7) == 'warning: x (RuntimeWarning, f.py:7)\n'
+    assert plain_warning('x\ny', UserWarning, 'f.py', 7, 'source') == 'warning: x\ny\n'
+
+
 @pytest.mark.parametrize(('script', 'options'), [
     ('strength_sweep.py', ['--workdir', 'W', '--out', 'X']),
     ('budget_recall.py', ['--workdir', 'W', '--out', 'X']),
