@@ -11,10 +11,10 @@ A budget counts distinct documents re-ranked per query, as the papers count it. 
 they show the reranker the same document: a window search carries its kept top into the next window, and RGS
 re-ranks its queue again after every expansion. With an LLM reranker the cost is the documents sent (each one is
 prompt text), so two systems of the same budget can differ in cost. For each collection and budget this runs every
-system of `compare` (BM25 aside) with MiniLM as the reranker, through a counting stage, and prints per query (mean):
-the reranker calls that held the query (one window each), the documents sent counting repeats, the distinct ones,
-and the documents sent per distinct document. Artifacts are built once in the collection's workdir under
-$GAREN_CACHE (the one `prepare` uses) and reused.
+system of `compare` that uses the reranker (BM25 aside) with MiniLM as the reranker, through a counting stage, and
+prints per query (mean): the reranker calls that held the query (one window each), the documents sent counting
+repeats, the distinct ones, and the documents sent per distinct document. Artifacts are built once in the
+collection's workdir under $GAREN_CACHE (the one `prepare` uses) and reused.
 
 --sigma S (with --noise-seed N) measures the sweep's simulated reranker at that noise instead of MiniLM.
 --cache-scores puts pyterrier_caching's scorer cache (Sqlite3ScorerCache, a fresh one per system and budget)
@@ -70,7 +70,7 @@ def measure(collection: str, budgets, num_queries=None, systems=None, listwise=F
         reranker = garen.analysis.SimulatedReranker(qrels, noise=sigma, seed=noise_seed)
     if listwise:
         reranker = garen.analysis.ListwiseView(reranker)
-    names = systems or [name for name in garen.SYSTEMS if name != 'BM25']
+    names = systems or garen.system_names(reranks=True)
     rows = []
     for budget in budgets:
         for name in names:
@@ -99,7 +99,8 @@ def main(argv=None):
     parser.add_argument('--collections', nargs='+', default=['cranfield', 'vaswani', 'scifact'])
     parser.add_argument('--budgets', nargs='+', type=int, default=[100, 200])
     parser.add_argument('--queries', type=int, default=None, help='the first N judged queries only (default: all)')
-    parser.add_argument('--systems', nargs='+', default=None, help='systems of compare (default: all but BM25)')
+    parser.add_argument('--systems', nargs='+', default=None,
+                        help='systems of compare that use the reranker (default: all of them)')
     parser.add_argument('--listwise', action='store_true', help='MiniLM seen as a listwise reranker')
     parser.add_argument('--head-rerank', type=int, default=0, help='one more call over every top N (default: none)')
     parser.add_argument('--sigma', type=float, default=None,
@@ -111,10 +112,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.cache_scores and args.listwise:
         parser.error('--cache-scores cannot go with --listwise: a listwise reranker\'s scores hold for one window only')
-    unknown = [s for s in args.systems or () if s not in garen.SYSTEMS or s == 'BM25']
+    reranking = garen.system_names(reranks=True)  # declared in the registry: BM25 and any other row without one
+    unknown = [s for s in args.systems or () if s not in reranking]
     if unknown:
-        parser.error(f'--systems: unknown or reranker-free system(s) {unknown}; choose from '
-                     f'{[s for s in garen.SYSTEMS if s != "BM25"]}')
+        parser.error(f'--systems: unknown or reranker-free system(s) {unknown}; choose from {reranking}')
     try:  # before anything is built: --queries -2 was every query but the last two, 0 every query
         analysis.check_sweep_arguments(
             sigmas=[] if args.sigma is None else [args.sigma], noise_seeds=[args.noise_seed], budgets=args.budgets,

@@ -9,14 +9,15 @@
 
 The simulated reranker (pyterrier_garen.analysis.SimulatedReranker) scores a document by its relevance label plus
 a fixed Gaussian draw of standard deviation sigma: an ANALYSIS INSTRUMENT that reads the qrels, not a retrieval
-model. Writes one CSV row per system x reranker x noise seed x partition seed x budget
-(system, reranker, sigma, noise_seed, partition_seed, budget, nDCG@10, R@100), prints the mean (min-max over seeds)
-per system and strength (per budget when there are several), paired t-tests against GAREN (per-query values averaged
-over seeds), and with --plot draws each measure against sigma with the seed spread as a band (one PNG per budget
-when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to every system, GAREN+
-included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top --fusion-head
-documents, T below them; --observed-fusion U adds the search's observation order there; every system alike);
---head-rerank N re-ranks every system's top N once more with its reranker before that fusion (HeadReranker);
+model. Writes one CSV row per system x reranker x noise seed x partition seed x budget (system, reranker, sigma,
+noise_seed, partition_seed, budget, nDCG@10, R@100), prints the mean (min-max over seeds) per system and strength
+(per budget when there are several), paired t-tests against GAREN (per-query values averaged over seeds), a line
+under the header for GAREN+ and for any variant with a first-stage fusion of its own (as compare's legend: which
+rows have help the others lack), and with --plot draws each measure against sigma with the seed spread as a band
+(one PNG per budget when there are several). --fusion W appends the same first-stage fusion (FirstStageFusion) to
+every system, GAREN+ included in place of its own fusion; --tail-fusion T makes it depth-aware (weight W in the top
+--fusion-head documents, T below them; --observed-fusion U adds the search's observation order there; every system
+alike); --head-rerank N re-ranks every system's top N once more with its reranker before that fusion (HeadReranker);
 --final-order sets every window search's final order; --listwise sees every reranker as a listwise one
 (analysis.ListwiseView: the same verdicts, but scores that only order each call's documents, as an LLM's ranking),
 so that final order 'auto' merges window positions ('dropped'), and GAR, which compares scores across its batches,
@@ -136,6 +137,10 @@ def main(argv=None):
         (', every reranker seen as listwise' if args.listwise else '')
     print(f'{label}: {perquery.qid.nunique()} queries, budget {" ".join(map(str, budget_list))}, navigator '
           f'{args.navigator}{extra}; noise seeds {args.noise_seeds}, partition seeds {args.partition_seeds}')
+    # which rows carry a first-stage fusion of their own (GAREN+, a variant), as compare's legend says it
+    shared = bool(args.fusion or args.tail_fusion is not None or args.observed_fusion)
+    for note in analysis.own_fusion_notes(args.systems, variants, shared=shared):
+        print(f'\n{note}')
     with pd.option_context('display.width', 250, 'display.max_columns', 20, 'display.max_colwidth', 30):
         for measure in ('nDCG@10', 'R@100'):
             print(f'\n{measure}: mean (min-max over seeds)')

@@ -88,7 +88,8 @@ def build_systems(prepared, reranker: pt.Transformer, navigator: pt.Transformer,
             (at most the window of 20 for a window search, GAR's batch of 16, 1 for RGS) warns, naming them: they
             then only re-rank the first-stage top ``budget``.
         first_stage: defaults to PISA BM25 (k1=0.9, b=0.4), top 1000.
-        doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``.
+        doc_navigator: scorer of neighbouring documents for ``GAREN-doc``; defaults to ``reranker``, whose scores
+            of every unobserved neighbour then go beyond the budget (:data:`GAREN_DOC_LEGEND`).
         systems: the subset of names to build.
         fusion: weight of :class:`~pyterrier_garen.FirstStageFusion` (with ``first_stage``) appended to every
             system (0 = none); GAREN+ then runs without its own ``fusion``, so every row gets the same help. With
@@ -476,6 +477,8 @@ def compare(dataset=None, *, budget: int = 100, workdir: Optional[Union[str, Pat
         'vectors_precision': vectors_precision(prepared),
         # the systems that re-ranked fewer documents than the budget on some query with first-stage results
         'spent': budget_spent(counts, first['qid'].astype(str).unique(), budget),
+        # GAREN-doc's document navigator (build_systems' default): its scores are the reranker's own
+        'doc_navigator': 'reranker',
     }
     if tail_fusion is not None or observed_fusion:
         table.attrs['run'].update(tail_fusion=tail_fusion, fusion_head=fusion_head, observed_fusion=observed_fusion)
@@ -550,6 +553,8 @@ def format_comparison(table: pd.DataFrame) -> str:
         lines += ['', RGS_LEGEND]
     if run.get('listwise') and 'name' in table.columns and 'GAR' in set(table['name']):
         lines += ['', GAR_LISTWISE_LEGEND]
+    if run.get('doc_navigator') == 'reranker' and 'name' in table.columns and 'GAREN-doc' in set(table['name']):
+        lines += ['', GAREN_DOC_LEGEND]
     if run.get('spent'):
         lines += ['', spent_legend(run['spent'], run['budget'])]
     return '\n'.join(lines)
@@ -570,6 +575,14 @@ GAR_LISTWISE_LEGEND = ('GAR: it ranks the documents of all its batches together 
                        'reranker").')
 
 
+#: The line under a table with a GAREN-doc row whose document navigator is the reranker (``compare``'s): the
+#: budget counts the documents it re-ranks, not the reranker's scores it navigates by.
+GAREN_DOC_LEGEND = ('GAREN-doc: its navigator scores documents, and here it is the reranker itself, so it has the '
+                    'reranker\'s score of every unobserved neighbour of each window before choosing which to re-rank: '
+                    'the reranker scores several times the budget in distinct documents per query (bench/'
+                    'reranker_load.py counts them), so its row is not at the budget of the others.')
+
+
 def garen_plus_legend(shared: bool = False) -> str:
     """The line that says what the ``GAREN+`` row is (printed under the table, quoted by the README); ``shared``:
     the table was run with one fusion stage for every row (``--fusion`` and the like), which replaces GAREN+'s own."""
@@ -581,6 +594,28 @@ def garen_plus_legend(shared: bool = False) -> str:
                else f'Its fusion with the first stage would help any system and no other row has it here: '
                     f'`{options_shared}` gives that same stage, its weights below the top 10 included, to every '
                     'row (GAREN+ then drops its own).'))
+
+
+#: GAREN's options that fuse its ranking with the first stage (what the shared stage gives every row).
+OWN_FUSION_OPTIONS = ('fusion', 'tail_fusion', 'observed_fusion')
+
+
+def own_fusion_notes(systems: Sequence[str], variants: Optional[Dict[str, Dict[str, Any]]] = None, *,
+                     shared: bool = False) -> List[str]:
+    """The lines a comparison that prints no ``compare`` table (``examples/strength_sweep.py``) prints beside its
+    tables: the GAREN+ legend when GAREN+ is among ``systems``, and which ``variants`` carry a first-stage fusion of
+    their own (``fusion``, ``tail_fusion`` or ``observed_fusion`` set), which no baseline has without the shared
+    stage (``shared``: a shared stage was given) and which comes on top of it with one."""
+    notes = [garen_plus_legend(shared=shared)] if 'GAREN+' in systems else []
+    own = [name for name, kwargs in (variants or {}).items()
+           if kwargs.get('fusion') or kwargs.get('tail_fusion') is not None or kwargs.get('observed_fusion')]
+    if own:
+        options = ' or '.join(OWN_FUSION_OPTIONS)
+        notes.append(f'{", ".join(own)}: GAREN with its own fusion with the first stage ({options} set), '
+                     + ('applied before the shared stage, so the first stage counts twice there; GAREN+ runs the '
+                        'shared stage in place of its own.' if shared else
+                        'which no baseline row has here: `--fusion W` gives one stage to every row.'))
+    return notes
 
 
 def _native_bf16() -> Optional[bool]:

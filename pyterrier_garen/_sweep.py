@@ -92,6 +92,7 @@ def judged_topics(dataset, qrels: pd.DataFrame, num_queries: Optional[int] = Non
                          'documents need a positive label)')
     return topics.head(num_queries) if num_queries else topics
 
+
 def check_sweep_arguments(*, sigmas: Sequence[float] = (), noise_seeds: Sequence[int] = (0,),
                           partition_seeds: Sequence[int] = (42,), budgets: Sequence[int] = (100,),
                           num_queries: Optional[int] = None, names: Optional[Dict[str, str]] = None,

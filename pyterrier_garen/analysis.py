@@ -35,7 +35,7 @@ from ._claims import (ALPHA, baseline_margins, budget_monotonicity, budget_value
                       load_per_query, load_sweeps, monotonicity_summary, parse_sweep_files, per_query_path,
                       provenance_notes,
                       strength_response, stratified_paired_interval, stratified_paired_test, sweep_provenance)
-from ._compare import add_fusion_arguments, describe_fusion, resolve_fusion, vectors_precision
+from ._compare import add_fusion_arguments, describe_fusion, own_fusion_notes, resolve_fusion, vectors_precision
 from ._frames import numeric_order
 from ._params import check_int
 from ._simulation import ListwiseView, SimulatedNavigator, SimulatedReranker, stable_noise
@@ -50,7 +50,7 @@ __all__ = ['SimulatedReranker', 'SimulatedNavigator', 'ListwiseView', 'stable_no
            'plot_budget_curve', 'plot_recall_by_hop', 'strength_sweep', 'sweep_summary', 'sweep_tests',
            'plot_strength_sweep', 'sweep_plot_file', 'partition_groups', 'judged_topics',
            'check_sweep_arguments', 'check_variants', 'parse_variants', 'SWEEP_SYSTEMS', 'SWEEP_COLUMNS',
-           'add_fusion_arguments', 'describe_fusion', 'first_stage_shares', 'resolve_fusion',
+           'add_fusion_arguments', 'describe_fusion', 'own_fusion_notes', 'first_stage_shares', 'resolve_fusion',
            'share_summary', 'load_sweeps', 'budget_monotonicity', 'monotonicity_summary', 'baseline_margins',
            'fusion_weight_margins', 'cost_matched_margins', 'budget_values', 'coverage_gaps', 'strength_response',
            'load_per_query', 'per_query_path', 'parse_sweep_files', 'stratified_paired_test',

@@ -262,11 +262,13 @@ def test_every_registered_system_batched_equals_per_query(name):
     assert (run.groupby('qid').score.diff().dropna() <= 0).all()
 
 
-@pytest.mark.parametrize('name', [n for n in _registry.system_names() if n not in ('BM25', 'Rerank', 'RGS')])
+@pytest.mark.parametrize('name', [n for n in _registry.system_names()
+                                  if _registry.system(n).adapts_above != 0 and n != 'RGS'])
 def test_every_graph_search_spends_its_budget_from_a_short_first_stage(name):
     """Three first-stage documents, a budget of 30 and a graph that reaches all 60 documents: every search that
-    expands over the graph re-ranks 30 documents per query (plain re-ranking has only the three; RGS, as its
-    reference code, stops when its queue's neighbours run out: tests of RGS(backfill=True))."""
+    expands over the graph re-ranks 30 documents per query (a system declared ``adapts_above=0``, BM25 or plain
+    re-ranking, has only the three; RGS, as its reference code, stops when its queue's neighbours run out: tests of
+    RGS(backfill=True))."""
     components, inp = toy_components(budget=30)
     short = inp.groupby('qid').head(3).reset_index(drop=True)
     run = assert_batched_equals_per_query(_registry.system(name).factory(components), short)

@@ -86,3 +86,61 @@ def test_the_groups_line_says_when_leiden_left_a_group_over_the_limit():
     assert _over_limit({'over_limit': 0, 'max': 20}) == ''
     assert _over_limit({'over_limit': 1, 'max': 34}) == '; 1 group larger that Leiden could not split, up to 34'
     assert _over_limit({'over_limit': 3, 'max': 25}) == '; 3 groups larger that Leiden could not split, up to 25'
+
+
+def _doc_navigation_parts():
+    """20 first-stage documents, each with 3 neighbours of its own that no other document links to (60 in all), and
+    a scorer that records what it is asked."""
+    import pyterrier as pt
+    from _toy_graph import DictScorer, ToyGroupGraph, first_stage
+    heads = [f'd{i}' for i in range(20)]
+    adjacency = {d: [f'{d}n{j}' for j in range(3)] for d in heads}
+    groups = {d: i for i, d in enumerate(heads)}
+    groups.update({n: i for i, d in enumerate(heads) for n in adjacency[d]})  # a document's neighbours share its group
+    graph = ToyGroupGraph(adjacency, groups)
+    scores = {d: float(i) for i, d in enumerate(sorted(groups))}
+    return graph, pt.Transformer.from_df(first_stage(heads)), DictScorer(scores), DictScorer({})
+
+
+def test_garen_doc_navigates_by_the_reranker_beyond_the_budget():
+    """What GAREN_DOC_LEGEND says, counted by hand: at budget 30 GAREN-doc re-ranks the 20 first-stage documents, then
+    its navigator (the reranker, build_systems' default) scores all 60 unobserved neighbours of that window, and 10 of
+    them enter the second window: the reranker scored 20 + 60 = 80 distinct documents, and was sent 20 + 60 + 20 =
+    100. GAREN, whose navigator is a model of its own, has its reranker score exactly its 30."""
+    import types
+    import warnings
+
+    from pyterrier_garen import build_systems
+    graph, first, reranker, navigator = _doc_navigation_parts()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        pipes = build_systems(types.SimpleNamespace(groups=graph), reranker, navigator, budget=30, first_stage=first,
+                              systems=['GAREN-doc'])
+        run = pipes['GAREN-doc'](first.df[['qid', 'query']].drop_duplicates())
+    assert len(run) == 30  # the budget, as its rows count it
+    sent = [d for call in reranker.calls for d in call['docno']]
+    assert (len(set(sent)), len(sent)) == (80, 100)
+    graph, first, reranker, navigator = _doc_navigation_parts()
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        build_systems(types.SimpleNamespace(groups=graph), reranker, navigator, budget=30, first_stage=first,
+                      systems=['GAREN'])['GAREN'](first.df[['qid', 'query']].drop_duplicates())
+    assert len({d for call in reranker.calls for d in call['docno']}) == 30
+
+
+def test_a_garen_doc_row_says_its_navigator_is_the_reranker():
+    table = _table(['BM25', 'GAREN', 'GAREN-doc'])
+    table.attrs['run'] = {'collection': 'c', 'documents': 9, 'queries': 1, 'total_queries': 1, 'judged_queries': 1,
+                          'labels': 'l', 'excluded_removed': False, 'budget': 100, 'first_stage': 'f',
+                          'reranker': 'r', 'navigator': 'n', 'groups': 'g', 'doc_navigator': 'reranker'}
+    lines = [line for line in format_comparison(table).splitlines() if line.startswith('GAREN-doc:')]
+    assert lines == ['GAREN-doc: its navigator scores documents, and here it is the reranker itself, so it has the '
+                     "reranker's score of every unobserved neighbour of each window before choosing which to "
+                     're-rank: the reranker scores several times the budget in distinct documents per query '
+                     '(bench/reranker_load.py counts them), so its row is not at the budget of the others.']
+    no_row = _table(['BM25', 'GAREN'])
+    no_row.attrs['run'] = table.attrs['run']
+    assert 'GAREN-doc:' not in format_comparison(no_row)
+    del table.attrs['run']['doc_navigator']  # a record written before compare said it (its own navigator unknown)
+    assert 'GAREN-doc:' not in format_comparison(table)
+

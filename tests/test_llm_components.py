@@ -417,6 +417,43 @@ def test_summarizer_repair_of_a_reply_cut_at_max_tokens_fits_the_context():
     assert (record['fallback_reason'], summarizer.failed, summarizer.fallbacks) == ('unusable_reply', 0, 1)
 
 
+class CharEngine(StubEngine):
+    """Tokens are characters, and a message's role counts: every piece of the repair round's arithmetic shows."""
+
+    def count_tokens(self, text):
+        return len(text)
+
+    def truncate(self, text, max_tokens):
+        return text[:max(0, max_tokens)]
+
+    def count_conversation_tokens(self, conversation):
+        return sum(len(m['role']) + len(m.get('content') or '') + 1 for m in conversation)
+
+
+@pytest.mark.parametrize('room', [95, 96, 97, 200, 201])
+def test_summarizer_repair_round_cuts_the_reply_to_half_of_the_room_left(room):
+    """The room of a repair round is the context less max_tokens, the group's prompt without its documents, and the
+    repair messages with an empty reply; the reply is cut to half of it, and under two documents' shares (96 tokens)
+    no repair is sent. Worked out here from the pieces, with characters as tokens."""
+    engine = CharEngine()
+    summarizer = LLMSummarizer(engine, max_tokens=100)
+    docs = [{'docno': f'd{i}', 'text': f'text of document {i}'} for i in range(12)]
+    error = 'the reply is not JSON'
+    prompt = summarizer.template.messages(n=12, docs='')
+    repair = summarizer.repair_template.messages(error=error)
+    fixed = (sum(len(m['role']) + len(m['content']) + 1 for m in prompt)
+             + len('assistant') + 1 + sum(len(m['role']) + len(m['content']) + 1 for m in repair))
+    engine._context_length = 100 + fixed + room
+    reply = 'x' * 500
+    conversation = summarizer.repair_conversation(docs, reply, error)
+    if room < 96:
+        assert conversation is None
+        return
+    assert conversation[-1 - len(repair):] == [{'role': 'assistant', 'content': 'x' * (room // 2)}] + repair
+    short = summarizer.repair_conversation(docs, 'x' * (room // 2), error)
+    assert short[-1 - len(repair)]['content'] == 'x' * (room // 2)  # a reply within half the room is kept whole
+
+
 def test_summarizer_a_failed_request_costs_only_its_group():
     def responder(conversation):
         if 'shared1' in conversation[1]['content']:

@@ -155,3 +155,14 @@ def test_extract_json_raises_only_value_error(text):
 def test_extract_json_deep_nesting_is_a_value_error():
     with pytest.raises(ValueError):
         extract_json('{"a":' * 100000)
+
+
+@pytest.mark.parametrize(('text', 'order'), [
+    # the last identifier right at the end of the mark: the mark is the answer's start
+    ('thinking: [2] > [1] Document Ranking:[3]', [2, 0, 1]),
+    # a mark, then answer tags that hold the ranking
+    ('Document Ranking: <answer>[2] > [1]</answer> done', [1, 0, 2]),
+])
+def test_a_ranking_right_after_its_mark_or_inside_tags_after_it_is_read(text, order):
+    ranking, problem = check_ranking(text, 3)
+    assert ranking == order

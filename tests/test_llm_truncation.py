@@ -126,3 +126,56 @@ def test_listwise_window_and_summary_prompts_cut_with_the_server_tokenizer(fake_
         assert 'w0 w1 w2 w3 w4 w5 w6 w7 w8 w9' in prompt
         assert 'w10' not in prompt
         assert prompt.count('incomprehensibilities') == 10  # 10 tokens; the estimate keeps 1
+
+
+def _byte_decoder(text):
+    """A byte-level tokenizer's decode: one id per UTF-8 byte; a cut inside a character decodes to U+FFFD."""
+    ids = list(text.encode('utf-8'))
+    asked = []
+
+    def decode(keep):
+        asked.append(keep)
+        return bytes(ids[:keep]).decode('utf-8', errors='replace')
+    return decode, asked
+
+
+@pytest.mark.parametrize(('keep', 'cut', 'asked'), [
+    (3, 'ab ', [3]),                   # on a character boundary: as decoded
+    (4, 'ab ', [4, 3]),                # one byte of the emoji: one id given back
+    (6, 'ab ', [6, 5, 4, 3]),          # three bytes of it: three ids given back
+    (7, 'ab \U0001f600', [7]),
+    (9, 'ab \U0001f600', [9, 8, 7]),  # two bytes of the next one
+    (0, '', [0]),
+])
+def test_a_cut_gives_back_up_to_three_ids_to_end_on_a_whole_character(keep, cut, asked):
+    from pyterrier_garen._engines._tokens import whole_characters
+    text = 'ab \U0001f600\U0001f600'
+    decode, seen = _byte_decoder(text)
+    assert whole_characters(decode, text, keep) == cut
+    assert seen == asked
+
+
+def test_a_cut_keeps_a_replacement_character_the_text_has_and_passes_none_on():
+    from pyterrier_garen._engines._tokens import whole_characters
+    text = 'a\ufffd\U0001f600'  # the document has U+FFFD itself: no id is given back for it
+    decode, seen = _byte_decoder(text)
+    assert whole_characters(decode, text, 5) == 'a\ufffd\ufffd'
+    assert seen == [5]
+    assert whole_characters(lambda keep: None, 'ab', 1) is None  # a server that cannot decode: None, as before
+    decode, seen = _byte_decoder('\U0001f600\U0001f600')
+    assert whole_characters(decode, '\U0001f600\U0001f600', 1) == ''  # one byte kept: back to nothing, then stop
+    assert seen == [1, 0]
+
+
+def test_a_cut_gives_back_three_ids_at_most_and_never_below_none():
+    from pyterrier_garen._engines._tokens import whole_characters
+    asked = []
+
+    def broken(keep):  # a decoder whose every cut ends in U+FFFD
+        asked.append(keep)
+        return 'a' * keep + '\ufffd'
+    assert whole_characters(broken, 'text', 10) == 'a' * 7 + '\ufffd'
+    assert asked == [10, 9, 8, 7]
+    asked.clear()
+    assert whole_characters(broken, 'text', 1) == '\ufffd'
+    assert asked == [1, 0]

@@ -141,7 +141,8 @@ def test_every_row_is_its_pipeline_and_the_record_says_what_ran(collection, capf
         'navigator': VOTE_TEXT,
         'groups': f'{groups} Leiden groups (max size 20) of a MiniLM k-NN graph, extractive summaries',
         'baseline': 'GAREN', 'vectors_precision': vectors_precision(prepared), 'spent': _spent(_pipelines(prepared),
-                                                                                      dataset.get_topics(), 30)}
+                                                                                      dataset.get_topics(), 30),
+        'doc_navigator': 'reranker'}
     # a folder given by its path is that collection
     again = garen.compare(str(root / 'collection'), workdir=root / 'work', budget=30, navigator='vote', reranker=SPEC,
                           systems=['GAREN'])
@@ -262,6 +263,24 @@ def test_without_garen_there_is_no_baseline(collection):
                                   garen.evaluation_qrels(dataset)))
     assert table.columns.tolist() == ['name', 'nDCG@10', 'R@100']
     assert table.attrs['run']['baseline'] is None
+
+
+def test_garen_doc_navigates_by_the_reranker_and_the_table_says_so(collection):
+    _, dataset, prepared = collection
+    table = _run(collection, systems=['GAREN', 'GAREN-doc'])
+    assert table.attrs['run']['doc_navigator'] == 'reranker'
+    reranker = simulated(prepared)  # the row is DocGAREN with the reranker as its document navigator
+    pipe = prepared.bm25_index.bm25(k1=0.9, b=0.4, num_results=1000) >> garen.DocGAREN(
+        reranker, prepared.groups, reranker, budget=30)
+    expected = pt.Experiment([pipe], dataset.get_topics(), garen.evaluation_qrels(dataset), [nDCG @ 10, R @ 100],
+                             names=['GAREN-doc'], validate='ignore')
+    row = table.set_index('name').loc['GAREN-doc']
+    assert (row['nDCG@10'], row['R@100']) == pytest.approx(
+        (expected['nDCG@10'].iloc[0], expected['R@100'].iloc[0]), abs=1e-12)
+    assert any(line.startswith('GAREN-doc: its navigator scores documents, and here it is the reranker itself')
+               for line in garen.format_comparison(table).splitlines())
+    assert not any(line.startswith('GAREN-doc:') for line in
+                   garen.format_comparison(_run(collection, systems=['GAREN'])).splitlines())
 
 
 def test_a_listwise_reranker_is_recorded_and_gar_warns_once(collection):

@@ -371,6 +371,14 @@ def test_judged_topics_keep_the_dataset_order_and_need_a_relevant_label():
     with pytest.raises(ValueError) as refused:
         judged_topics(dataset, qrels, 0)
     assert str(refused.value) == 'num_queries must be a positive integer or None, got 0 (None: every judged query)'
+    assert judged_topics(dataset, qrels, context='sweep').qid.tolist() == ['q3', 'q2']  # judged: no refusal
+    unjudged = qrels.assign(label=[0, 0, -1, 0, -1])
+    assert judged_topics(dataset, unjudged).empty  # without a context, an empty frame
+    with pytest.raises(ValueError) as refused:
+        judged_topics(dataset, unjudged, context='sweep')
+    assert str(refused.value) == (f'sweep: none of the 4 queries of {dataset!r} has a relevant document (a label '
+                                  'above 0) in the qrels, so there is nothing to measure; check the qrels (relevant '
+                                  'documents need a positive label)')
 
 
 # ---- sweep tables: keys, summary cells and paired tests

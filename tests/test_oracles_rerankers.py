@@ -111,6 +111,42 @@ def test_identifiers_of_several_digits_are_counted_in_the_window():
     assert reranker.line_tokens(4) == 4
 
 
+class TwoPerCharacter(StubEngine):
+    """Two tokens per character, 8 per message: every character of a prompt's framing shows in the arithmetic."""
+
+    def count_tokens(self, text):
+        return 2 * len(text)
+
+    def truncate(self, text, max_tokens):
+        return text[:max(0, max_tokens) // 2]
+
+    def count_conversation_tokens(self, conversation):
+        return sum(2 * len(m.get('content') or '') + 8 for m in conversation)
+
+
+@pytest.mark.parametrize(('n', 'line'), [
+    (1, 8),    # '[1] ': 4 characters, 8 tokens
+    (5, 10),   # 5 x '[i] ' and 4 line breaks: 24 characters, 48 tokens, 9.6 a line
+    (12, 11),  # 9 x '[i] ' + 3 x '[1i] ' + 11 line breaks: 62 characters, 124 tokens, 10.3 a line
+    (20, 11),  # 9 x 4 + 11 x 5 + 19: 110 characters, 220 tokens, 11 a line
+])
+def test_a_document_line_costs_its_identifier_and_line_break_rounded_up(n, line):
+    engine = TwoPerCharacter(context_length=100000)
+    reranker = ListwiseReranker(engine, window=20, stride=10)
+    assert reranker.line_tokens(n) == line
+
+
+def test_the_room_per_document_is_the_context_less_prompt_and_answer_over_the_window_less_a_line():
+    engine = TwoPerCharacter(context_length=100000)
+    reranker = ListwiseReranker(engine, window=20, stride=10)
+    query = 'tidal energy'
+    overhead = sum(2 * len(m['content']) + 8 for m in reranker.template.messages(query=query, n=20, docs=''))
+    for context in (100000, 100000 - 1, 100000 + 19):
+        engine._context_length = context
+        free = context - overhead - reranker.generation_tokens()
+        assert reranker.doc_fit(query, 20) == free // 20 - 11
+
+
 def document_lengths(engine):
     (_, (conversation,), _), = engine.log
     return [len(line.split()) for line in conversation[1]['content'].split('\n') if line.startswith('[')]

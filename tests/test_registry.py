@@ -48,6 +48,37 @@ def test_registered_system_is_listed_everywhere(toy_system):
     assert 'Toy' in build_parser().parse_args(['compare']).systems  # the default is every registered system
 
 
+def test_a_system_declared_reranker_free_is_left_out_of_the_cost_count(capsys):
+    """bench/reranker_load.py counts the reranker's work of the systems that use one: which they are comes from the
+    declarations (``reranks``), not from a name written in the script (it was ``!= 'BM25'``)."""
+    from _scripts import load_script
+    script = load_script('bench/reranker_load.py')
+    _registry.register_system(_registry.System('Toy-first', lambda c: c.first_stage % c.budget, groups=False,
+                                               reranks=False, adapts_above=0))
+    try:
+        with pytest.raises(SystemExit) as ended:  # refused before any collection is loaded
+            script.main(['--collections', 'none', '--systems', 'GAREN', 'Toy-first'])
+        assert ended.value.code == 2
+        said = capsys.readouterr().err
+        assert "reranker-free system(s) ['Toy-first']" in said
+        assert f'choose from {_registry.system_names(reranks=True)}' in said
+    finally:
+        _registry.unregister('Toy-first')
+
+
+def test_every_compare_reranker_is_described_in_its_help():
+    """``_text_rerankers.RERANKERS`` is what ``compare --reranker NAME[:ARGUMENT]`` accepts; its help is written by
+    hand, so a builder added there without a word in the help would be a choice no user can find."""
+    import re
+
+    from pyterrier_garen.__main__ import build_parser
+    from pyterrier_garen._text_rerankers import RERANKERS
+    commands = next(a for a in build_parser()._actions if a.__class__.__name__ == '_SubParsersAction')
+    text = next(a.help for a in commands.choices['compare']._actions if '--reranker' in a.option_strings)
+    missing = [name for name in RERANKERS if not re.search(rf'(?<![\w-]){re.escape(name)}(?![\w-])', text)]
+    assert not missing, f"compare's --reranker help does not describe {missing} (pyterrier_garen/__main__.py)"
+
+
 def test_registered_system_runs_batched_equals_per_query(toy_system):
     spec, builds = toy_system
     components, inp = toy_components(budget=12)

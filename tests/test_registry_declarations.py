@@ -7,14 +7,21 @@ walking through that section as a new contributor, session 34).
 - ``reranks`` says whether the reranker changes a system's ranking (``compare --head-rerank`` adds a reranker call
   to exactly these): a system declared ``reranks=True`` must move with another reranker, one declared ``False`` not.
 - A navigator is called once for all queries of a batch: each row's score must not depend on the other rows.
-- An engine short name is resolved inside a Ray actor: its target must name an ``Engine`` class here already.
+- An engine short name is resolved inside a Ray actor: its target must name an ``Engine`` class here already, one
+  that takes the ``model`` every ``EngineSpec`` passes it.
+- ``head_inside`` says whether a system's factory makes ``compare --head-rerank``'s call itself: declared ``True``
+  it must send the reranker more with ``head_rerank`` set, declared ``False`` not (``HeadReranker`` is appended).
+- ``own_fusion`` says whether a system's factory carries a first-stage fusion it drops under the shared stage: a
+  system declared ``own_fusion=False`` must build the same ranking whatever the shared fusion weights.
 """
 import dataclasses
 import hashlib
 import importlib
+import inspect
 from types import SimpleNamespace
 
 import numpy as np
+import pyterrier as pt
 import pytest
 from _toy_graph import HashScorer, ToyGroupGraph, assert_batched_equals_per_query, toy_components
 from _vector_stubs import TableVectors
@@ -67,6 +74,51 @@ def test_the_reranker_check_catches_a_wrong_declaration():
     assert bm25(components)(inp).equals(bm25(dataclasses.replace(components, reranker=HashScorer('x')))(inp))
 
 
+class _Sent(pt.Transformer):
+    """The reranker given, counting the rows sent to it."""
+
+    def __init__(self, reranker):
+        self.reranker = reranker
+        self.rows = 0
+
+    def transform(self, inp):
+        self.rows += len(inp)
+        return self.reranker(inp)
+
+
+@pytest.mark.parametrize('name', _registry.system_names())
+def test_a_system_makes_the_head_call_itself_exactly_when_declared_so(name):
+    # head_inside: the factory passes c.head_rerank to its search (one more call, inside); every other row gets
+    # HeadReranker from build_systems, so its factory must ignore it (else the call is made twice, or never)
+    components, inp = toy_components()
+    spec = _registry.system(name)
+    sent = []
+    for depth in (0, 5):
+        counting = _Sent(components.reranker)
+        spec.factory(dataclasses.replace(components, reranker=counting, head_rerank=depth))(inp)
+        sent.append(counting.rows)
+    if spec.head_inside:
+        assert sent[1] > sent[0], f'{name} is declared head_inside=True, but its factory makes no head call'
+    else:
+        assert sent[1] == sent[0], f'{name} reads head_rerank but is declared head_inside=False'
+
+
+@pytest.mark.parametrize('name', _registry.system_names())
+def test_a_system_drops_a_fusion_of_its_own_under_the_shared_stage_exactly_when_declared_so(name):
+    # build_systems appends the shared stage to every row; a factory that reads the fusion weights (GAREN+ drops its
+    # own fusion then) must say so, or fusion_weight_margins compares it, fused, at weight 0 with unfused rows
+    components, inp = toy_components()
+    spec = _registry.system(name)
+    shared = dataclasses.replace(components, fusion=0.3, tail_fusion=0.5, observed_fusion=3.0)
+    one = spec.factory(components)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    two = spec.factory(shared)(inp).reset_index(drop=True)[['qid', 'docno', 'rank']]
+    if spec.own_fusion:
+        assert not one.equals(two), f'{name} is declared own_fusion=True, but the shared stage leaves it unchanged'
+    else:
+        assert one.equals(two), (f'{name} changes under the shared fusion stage (a fusion of its own it drops?) but '
+                                 'is declared own_fusion=False')
+
+
 class _HashEncoder:
     """A vector per text from its hash (any text: queries and summaries alike), 8 floats."""
 
@@ -111,3 +163,7 @@ def test_every_engine_short_name_names_an_engine_class(name):
     found = getattr(importlib.import_module(module), attribute)  # the lazy exports: no model library loads
     assert isinstance(found, type)
     assert issubclass(found, Engine)
+    # EngineSpec(name, model=...) requires the model (provenance, before any engine is built) and passes it on
+    parameters = inspect.signature(found.__init__).parameters.values()
+    assert any(p.name == 'model' or p.kind is p.VAR_KEYWORD for p in parameters), \
+        f'{found.__name__} takes no model argument, which EngineSpec({name!r}, model=...) passes to it'

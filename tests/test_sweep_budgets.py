@@ -55,6 +55,36 @@ def test_one_fusion_for_every_system(small):
     assert fused.loc['GAREN+', 'nDCG@10'] == pytest.approx(plus['nDCG@10'].iloc[0])
 
 
+def test_the_sweep_says_which_rows_carry_a_fusion_of_their_own(small, tmp_path, capsys):
+    """GAREN+ without the shared stage has a first-stage fusion no baseline row has; compare says so under its table,
+    and so must the sweep's printout. A variant with its own fusion has it too, and under --fusion has both."""
+    root, _ = small
+    args = ['--dataset', str(root / 'collection'), '--workdir', str(root / 'work'), '--graph', 'bm25', '--no-minilm',
+            '--navigator', 'vote', '--sigmas', '0.5', '--noise-seeds', '0', '--partition-seeds', '42', '--budget', '40',
+            '--systems', 'Rerank', 'GAREN+', '--variant', 'F:fusion=0.2', '--variant', 'T:tau_switch=2',
+            '--out', str(tmp_path / 'n.csv')]
+    load_example().main(args)
+    lines = capsys.readouterr().out.splitlines()
+    plus = [line for line in lines if line.startswith('GAREN+:')]
+    assert len(plus) == 1
+    assert plus[0].endswith('Its fusion with the first stage would help any system and no other row has it here: '
+                            '`--fusion 0.1` gives that same stage, its weights below the top 10 included, to every row '
+                            '(GAREN+ then drops its own).')
+    assert [line for line in lines if line.startswith(('F:', 'T:', 'F, T:'))] == [
+        'F: GAREN with its own fusion with the first stage (fusion or tail_fusion or observed_fusion set), which no '
+        'baseline row has here: `--fusion W` gives one stage to every row.']
+    load_example().main([*args, '--fusion', '0.1'])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if line.startswith('GAREN+:')][0].endswith(
+        "Here every row got the same fusion stage with the first stage, in place of GAREN+'s own.")
+    assert [line for line in lines if line.startswith('F:')] == [
+        'F: GAREN with its own fusion with the first stage (fusion or tail_fusion or observed_fusion set), applied '
+        'before the shared stage, so the first stage counts twice there; GAREN+ runs the shared stage in place of its '
+        'own.']
+    load_example().main([*args[:args.index('--systems')], '--systems', 'Rerank', '--out', str(tmp_path / 'n.csv')])
+    assert not [line for line in capsys.readouterr().out.splitlines() if line.startswith(('GAREN+:', 'F:'))]
+
+
 def test_cli_budgets_fusion_and_strict(small, tmp_path, capsys):
     root, prepared = small
     args = ['--dataset', str(root / 'collection'), '--workdir', str(root / 'work'), '--graph', 'bm25', '--no-minilm',
