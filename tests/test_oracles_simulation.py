@@ -47,6 +47,19 @@ def test_labels_graded_and_binary():
     assert binary.score.tolist() == [1.0, 0.0, 0.0, 1.0, 0.0, 1.0]  # judged 0 and -1 stay 0
 
 
+def test_the_exact_oracle_ties_and_a_tiny_noise_breaks_the_ties_in_the_label_order():
+    # docs/decisions.md, "The exact oracle ties": at noise 0 the three unjudged-or-0 documents and the two judged 1
+    # tie; at 1e-6 no two scores tie and every label still comes before the lower ones (|1e-6 z| < 1e-5 here)
+    pairs = [('1', d) for d in ['b', 'c', 'u1', 'u2', 'z', 'z2', 'a']]
+    qrels = pd.concat([QRELS, pd.DataFrame({'qid': ['1'], 'docno': ['z2'], 'label': [1]})])
+    exact = SimulatedReranker(qrels)(frame(pairs)).set_index('docno').score
+    assert exact.to_dict() == {'b': 0.0, 'c': 0.0, 'u1': 0.0, 'u2': 0.0, 'z': 1.0, 'z2': 1.0, 'a': 2.0}
+    tiny = SimulatedReranker(qrels, noise=1e-6)(frame(pairs)).set_index('docno').score
+    assert tiny.nunique() == len(pairs)
+    assert (tiny - exact).abs().max() < 1e-5
+    assert tiny[['b', 'c', 'u1', 'u2']].max() < tiny[['z', 'z2']].min() <= tiny[['z', 'z2']].max() < tiny['a']
+
+
 @pytest.mark.parametrize('qrels', [None, [('1', 'a', 1)], 'qrels.txt', QRELS.rename(columns={'label': 'rel'})])
 def test_qrels_that_are_not_a_judgement_frame_are_named(qrels):
     for cls, args in ((SimulatedReranker, ()), (SimulatedNavigator, (None,))):
