@@ -369,16 +369,26 @@ def test_summarizer_falls_back_to_extractive():
     assert none.fallbacks == 3
 
 
+def _six_long_documents():
+    """One group of six documents of 300 distinct words each: its prompt fills a small context."""
+    return [{'group': 0, 'docs': [{'docno': f'd{i}', 'text': ' '.join(f'w{i}x{j}' for j in range(300))}
+                                  for i in range(6)]}]
+
+
+def _repair_gets_the_rule_answer(reply):
+    """A responder whose first answer is ``reply`` and whose repair round gets the rule answer (valid JSON)."""
+    def responder(conversation):
+        if conversation[-1]['content'].startswith('Your reply could not be used'):
+            return None
+        return reply
+    return responder
+
+
 def test_summarizer_repair_round_fits_a_full_context():
     """Defect 3: the first prompt is sized to context - max_tokens; the repair round re-sent it plus the failed reply
     plus the repair message, which a real engine rejects (the stub asserts prompt + answer <= context)."""
-    def responder(conversation):
-        if conversation[-1]['content'].startswith('Your reply could not be used'):
-            return None  # the rule answer: valid JSON
-        return 'not json ' * 40
-    engine = StubEngine(context_length=1200, responder=responder)
-    big = [{'group': 0, 'docs': [{'docno': f'd{i}', 'text': ' '.join(f'w{i}x{j}' for j in range(300))}
-                                 for i in range(6)]}]
+    engine = StubEngine(context_length=1200, responder=_repair_gets_the_rule_answer('not json ' * 40))
+    big = _six_long_documents()
     summarizer = LLMSummarizer(engine, max_doc_tokens=512, max_tokens=100)
     records = summarizer.summarize(big)
     first, repair = engine.log[0][1][0], engine.log[1][1][0]
@@ -394,13 +404,8 @@ def test_summarizer_repair_of_a_reply_cut_at_max_tokens_fits_the_context():
     overflowed the context (the stub asserts prompt + answer <= context, a server answers 400) and the group was
     counted as a failed request, retried on every run. The reply is now cut to fit; with no room at all for a repair
     round, none is sent and the group keeps its unusable reply."""
-    def responder(conversation):
-        if conversation[-1]['content'].startswith('Your reply could not be used'):
-            return None  # the rule answer: valid JSON
-        return 'truncated ' * 600
-    engine = StubEngine(context_length=1500, responder=responder)
-    big = [{'group': 0, 'docs': [{'docno': f'd{i}', 'text': ' '.join(f'w{i}x{j}' for j in range(300))}
-                                 for i in range(6)]}]
+    engine = StubEngine(context_length=1500, responder=_repair_gets_the_rule_answer('truncated ' * 600))
+    big = _six_long_documents()
     summarizer = LLMSummarizer(engine, max_tokens=600)
     records = summarizer.summarize(big)
     repair = engine.log[1][1][0]
